@@ -1,0 +1,57 @@
+# Two commands matter: `make lab` opens the book, `make test` proves it works.
+# Both create the virtual environment in .venv on first use (and again only when pyproject.toml changes).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+
+.PHONY: help lab test test-unit test-notebooks check book doctor bench clean-venv
+
+help:
+	@echo "make lab            open JupyterLab on the book (prints the URL)"
+	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
+	@echo "make test-unit      tests/ only (no notebooks)"
+	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
+	@echo "make book           a static HTML copy of the book in _build/html"
+	@echo "make doctor         what backend the book will use, and why"
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	@echo "Starting JupyterLab on the book. Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
+	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/chapters/00_getting_started.ipynb
+
+doctor: $(STAMP)
+	$(PY) -m scaledl doctor
+
+check: $(STAMP)
+	$(PY) -m scaledl book check
+
+# Committed outputs were made on the simulator, so notebooks are validated on it whatever the machine has.
+NBVAL_ARGS = --nbval --nbval-sanitize-with tests/notebooks/sanitize.cfg --nbval-cell-timeout 900
+
+test: $(STAMP)
+	$(PY) -m scaledl book check
+	SCALEDL_BACKEND=simulator $(PY) -m pytest tests $$($(PY) -m scaledl book list --validated) $(NBVAL_ARGS)
+
+test-unit: $(STAMP)
+	$(PY) -m pytest tests
+
+test-notebooks: $(STAMP)
+	SCALEDL_BACKEND=simulator $(PY) -m pytest $$($(PY) -m scaledl book list --validated) $(NBVAL_ARGS)
+
+book: $(STAMP)
+	$(PY) -m scaledl book html --out _build/html
+	@echo "Static copy written; open _build/html/index.html"
+
+bench: $(STAMP)
+	$(PY) -m scaledl bench
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,93 @@
+"""Fast static checks of the book's notebooks: no kernel is started.
+
+Every problem is a line that names the notebook, the cell and what is wrong, so that ``scaledl book check``
+can be read like a compiler's error list.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+
+from scaledl.book.toc import Book, Entry
+
+# Absolute paths of a particular machine, which make outputs differ between readers.
+MACHINE_PATH = re.compile(r"(/root/|/home/[^/\s]+/|/Users/[^/\s]+/|/work/|/tmp/|[A-Za-z]:\\\\Users\\\\|site-packages/)")
+NOTEBOOK_FOLDERS = ("chapters", "labs")
+
+
+def notebooks_on_disk(root: Path) -> list[str]:
+    found = []
+    for folder in NOTEBOOK_FOLDERS:
+        for path in sorted((root / folder).rglob("*.ipynb")):
+            if ".ipynb_checkpoints" not in path.parts:
+                found.append(path.relative_to(root).as_posix())
+    return found
+
+
+def check_executed(nb, name: str) -> list[str]:
+    """Problems of a notebook that is committed with outputs (a chapter or a lab solution)."""
+    problems = []
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
+    if code and not any(c.get("outputs") for _, c in code):
+        problems.append(f"{name}: no stored outputs; execute it with `scaledl book execute {Path(name).stem}`")
+    counts = [c.get("execution_count") for _, c in code]
+    if None in counts:
+        missing = [i for (i, c) in code if c.get("execution_count") is None]
+        problems.append(f"{name}: code cells {missing[:5]} were never executed")
+    elif counts != list(range(1, len(counts) + 1)):
+        problems.append(f"{name}: execution counts {counts[:10]} are not 1, 2, 3, ... (not run top to bottom "
+                        f"in one fresh kernel)")
+    for i, cell in code:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                problems.append(f"{name}: cell {i} stores an error ({out.get('ename')}: {out.get('evalue')})")
+            blob = repr(out.get("text", "")) + repr(out.get("data", {}))
+            match = MACHINE_PATH.search(blob)
+            if match:
+                problems.append(f"{name}: cell {i} output shows a machine path ({match.group(0)!r}...)")
+    return problems
+
+
+def check_kernelspec(nb, name: str) -> list[str]:
+    spec = nb.metadata.get("kernelspec", {})
+    if spec.get("name") != "python3" or spec.get("language", "python") != "python":
+        return [f"{name}: kernelspec is {dict(spec)!r}; expected name 'python3', language 'python' so that "
+                f"every Jupyter (JupyterLab, Colab, a JupyterHub) opens it with its Python kernel"]
+    return []
+
+
+def check_entry(book: Book, entry: Entry) -> list[str]:
+    problems = []
+    if not entry.validated:
+        return problems
+    for rel in {entry.file, entry.executed_file}:
+        if not book.path(rel).is_file():
+            problems.append(f"{rel}: listed in book.toml as {entry.kind} {entry.id} ({entry.status}) but missing")
+    if problems:
+        return problems
+    executed = nbformat.read(book.path(entry.executed_file), as_version=4)
+    problems += check_kernelspec(executed, entry.executed_file)
+    problems += check_executed(executed, entry.executed_file)
+    if entry.kind == "lab":
+        from scaledl.labs.release import check_student_version
+
+        problems += check_student_version(book, entry)
+    return problems
+
+
+def check_book(book: Book) -> list[str]:
+    """Every problem found, as readable lines; an empty list means the book is consistent."""
+    problems = []
+    listed = set()
+    for e in book.entries:
+        listed.add(e.file)
+        if e.solution:
+            listed.add(e.solution)
+        problems += check_entry(book, e)
+    for rel in notebooks_on_disk(book.root):
+        if rel not in listed:
+            problems.append(f"{rel}: on disk but not in book.toml (add it, with status 'draft' if unfinished)")
+    return problems

@@ -1,0 +1,151 @@
+"""Read and validate ``book.toml``, the book's table of contents, and resolve names given on the command line."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STATUSES = ("planned", "draft", "done")
+KINDS = ("chapter", "lab")
+ROOT_VAR = "SCALEDL_BOOK_ROOT"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One chapter or lab of the book."""
+
+    kind: str  # "chapter" or "lab"
+    id: str
+    file: str  # relative to the book root; for a lab, the student version
+    title: str
+    status: str
+    part: str
+    seeds: tuple[str, ...] = ()
+    gpu: bool = False
+    sim_budget_s: float = 60.0
+    solution: str | None = None  # labs only
+
+    @property
+    def executed_file(self) -> str:
+        """The notebook that is executed and validated: a lab's solution, a chapter itself."""
+        return self.solution if self.solution else self.file
+
+    @property
+    def validated(self) -> bool:
+        return self.status != "planned"
+
+
+@dataclass(frozen=True)
+class Book:
+    root: Path
+    title: str
+    authors: tuple[str, ...]
+    license: str
+    repository: str
+    parts: tuple[tuple[str, str], ...]  # (id, title)
+    entries: tuple[Entry, ...] = field(default=())
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def resolve(self, name: str) -> Entry:
+        """Find an entry by id (``01``, ``1``, ``lab02``), file stem, or path.
+
+        Raises:
+            ValueError: no entry matches, with the list of valid names.
+        """
+        wanted = name.strip()
+        for e in self.entries:
+            candidates = {e.id, Path(e.file).stem, e.file}
+            if e.solution:
+                candidates |= {Path(e.solution).stem, e.solution}
+            if wanted in candidates or str(Path(wanted)) in candidates:
+                return e
+            if wanted.isdigit() and e.kind == "chapter" and e.id.isdigit() and int(wanted) == int(e.id):
+                return e
+            if wanted.lower().startswith("lab") and e.kind == "lab":
+                digits = wanted[3:].lstrip("_ ")
+                if digits.isdigit() and int(digits) == int(e.id[3:]):
+                    return e
+        known = ", ".join(e.id for e in self.entries)
+        raise ValueError(f"unknown notebook {name!r}: expected a chapter or lab id from book.toml ({known}), "
+                         f"a file name or a path")
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The folder holding ``book.toml``: ``$SCALEDL_BOOK_ROOT``, else the nearest one above ``start`` (or the
+    current directory), else the checkout this package was installed from in editable mode."""
+    if os.environ.get(ROOT_VAR):
+        root = Path(os.environ[ROOT_VAR])
+        if not (root / "book.toml").is_file():
+            raise FileNotFoundError(f"{ROOT_VAR}={root} holds no book.toml")
+        return root
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "book.toml").is_file():
+            return folder
+    package_checkout = Path(__file__).resolve().parents[3]
+    if (package_checkout / "book.toml").is_file():
+        return package_checkout
+    raise FileNotFoundError(
+        f"no book.toml in {here} or above it; run from inside the book's folder or set {ROOT_VAR}"
+    )
+
+
+def _require(table: dict, key: str, typ, where: str):
+    if key not in table:
+        raise ValueError(f"book.toml: {where} has no {key!r}")
+    value = table[key]
+    if not isinstance(value, typ):
+        raise ValueError(f"book.toml: {where} {key} = {value!r} should be a {typ.__name__}")
+    return value
+
+
+def load(root: Path | None = None) -> Book:
+    """Parse and validate ``book.toml``.
+
+    Raises:
+        ValueError: a missing or mistyped field, an unknown status, or a duplicated id or file.
+    """
+    root = Path(root) if root is not None else find_root()
+    with open(root / "book.toml", "rb") as f:
+        data = tomllib.load(f)
+    meta = _require(data, "book", dict, "the file")
+    parts, entries = [], []
+    for p in _require(data, "parts", list, "the file"):
+        pid = _require(p, "id", str, "a part")
+        parts.append((pid, _require(p, "title", str, f"part {pid}")))
+        for kind, key in (("chapter", "chapters"), ("lab", "labs")):
+            for raw in p.get(key, []):
+                eid = _require(raw, "id", str, f"a {kind} of part {pid}")
+                where = f"{kind} {eid}"
+                status = _require(raw, "status", str, where)
+                if status not in STATUSES:
+                    raise ValueError(f"book.toml: {where} status = {status!r}; expected one of {STATUSES}")
+                budget = raw.get("sim_budget_s", 60)
+                if not isinstance(budget, (int, float)) or budget <= 0:
+                    raise ValueError(f"book.toml: {where} sim_budget_s = {budget!r}; expected seconds > 0")
+                solution = raw.get("solution")
+                if kind == "lab" and not isinstance(solution, str):
+                    raise ValueError(f"book.toml: {where} needs a 'solution' notebook path")
+                entries.append(Entry(
+                    kind=kind, id=eid, file=_require(raw, "file", str, where),
+                    title=_require(raw, "title", str, where), status=status, part=pid,
+                    seeds=tuple(raw.get("seeds", [])), gpu=bool(raw.get("gpu", False)),
+                    sim_budget_s=float(budget), solution=solution,
+                ))
+    seen: dict[str, str] = {}
+    for e in entries:
+        for name in (e.id, e.file, *( [e.solution] if e.solution else [])):
+            if name in seen:
+                raise ValueError(f"book.toml: {name!r} is used by both {seen[name]} and {e.kind} {e.id}")
+            seen[name] = f"{e.kind} {e.id}"
+    return Book(
+        root=root, title=_require(meta, "title", str, "[book]"),
+        authors=tuple(_require(meta, "authors", list, "[book]")),
+        license=_require(meta, "license", str, "[book]"),
+        repository=_require(meta, "repository", str, "[book]"),
+        parts=tuple(parts), entries=tuple(entries),
+    )

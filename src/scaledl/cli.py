@@ -1,0 +1,140 @@
+"""The ``scaledl`` command (also ``python -m scaledl``).
+
+    scaledl doctor                  what backend the book uses and why, versions, a kernel smoke test
+    scaledl book check              fast static checks of book.toml and every notebook
+    scaledl book execute [NAME...]  re-execute notebooks in place (all validated ones without NAME)
+    scaledl book list [--validated] the notebooks of the book, one path a line
+    scaledl book html [--out DIR]   a static HTML copy of the book
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import sys
+
+from scaledl import device
+
+DOCTOR_PACKAGES = ("numpy", "numba", "numba-cuda", "ml_dtypes", "ipywidgets", "jupyterlab", "matplotlib",
+                   "nbval", "cupy-cuda12x", "cupy-cuda13x")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def in_colab() -> bool:
+    return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
+
+
+def smoke_test() -> tuple[bool, str]:
+    """Launch one small kernel on the active backend and compare it with NumPy."""
+    try:
+        from scaledl.kernels.smoke import smoke_test as run_smoke
+
+        return run_smoke()
+    except Exception as err:  # a broken toolkit shows up here, which is what the doctor is for
+        return False, f"kernel launch failed: {type(err).__name__}: {err}"
+
+
+def doctor(out=sys.stdout) -> int:
+    d = device.decide()
+    lines = [f"backend      {d.backend}  ({d.reason})"]
+    if d.gpu is not None:
+        g = d.gpu
+        lines.append(f"gpu          {g.name} x{g.count}, compute capability {g.compute_capability[0]}."
+                     f"{g.compute_capability[1]}, {g.memory_GiB:.0f} GiB")
+        lines.append(f"driver       supports CUDA {g.driver_cuda_version}")
+        try:
+            runtime = device.cuda().runtime.get_version()
+            lines.append(f"cuda runtime {runtime[0]}.{runtime[1]}")
+        except Exception as err:
+            lines.append(f"cuda runtime not found ({type(err).__name__}: {err}); install scaledl[cu12] or [cu13]")
+    else:
+        lines.append("gpu          none (kernels run on the CPU simulator; keep sizes small)")
+    lines.append(f"python       {platform.python_version()} ({platform.system()} {platform.machine()})")
+    for dist in DOCTOR_PACKAGES:
+        v = _version(dist)
+        if v is not None or not dist.startswith("cupy"):
+            lines.append(f"{dist:<12} {v or 'NOT INSTALLED'}")
+    lines.append(f"colab        {'yes' if in_colab() else 'no'}")
+    missing = [p for p in ("numpy", "numba", "numba-cuda", "ipywidgets", "matplotlib") if _version(p) is None]
+    ok, smoke = smoke_test() if not missing else (False, "skipped: packages missing")
+    lines.append(f"smoke test   {'ok' if ok else 'FAILED'}: {smoke}")
+    can_run = ok and not missing
+    lines.append("verdict      the book can run here" if can_run else
+                 f"verdict      the book cannot run yet: {', '.join(missing) or smoke}")
+    print("\n".join(lines), file=out)
+    return 0 if can_run else 1
+
+
+def _book_command(args) -> int:
+    from scaledl.book import load
+
+    book = load()
+    if args.book_command == "check":
+        from scaledl.book.check import check_book
+
+        problems = check_book(book)
+        for p in problems:
+            print(p)
+        validated = sum(e.validated for e in book.entries)
+        print(f"book check: {len(problems)} problem(s); {validated} of {len(book.entries)} notebooks validated, "
+              f"the rest planned")
+        return 1 if problems else 0
+    if args.book_command == "list":
+        for e in book.entries:
+            if not args.validated or e.validated:
+                print(e.executed_file if args.validated else f"{e.id:6} {e.status:8} {e.file}")
+        return 0
+    if args.book_command == "execute":
+        from scaledl.book.execute import run
+
+        for name in args.names:  # fail on a bad name before spending minutes on the good ones
+            book.resolve(name)
+        return run(book, args.names, progress=not args.quiet)
+    if args.book_command == "html":
+        from pathlib import Path
+
+        from scaledl.book.html import build
+
+        written = build(book, Path(args.out))
+        print(f"wrote {len(written)} files to {args.out}")
+        return 0
+    raise AssertionError(args.book_command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="scaledl", description="The Scaling Deep Learning book's tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("doctor", help="backend and why, GPU, versions; exit 0 when the book can run")
+    book = sub.add_parser("book", help="check, list, execute or export the book's notebooks")
+    bsub = book.add_subparsers(dest="book_command", required=True)
+    bsub.add_parser("check", help="static checks of book.toml and the notebooks (no kernel)")
+    lst = bsub.add_parser("list", help="the book's notebooks")
+    lst.add_argument("--validated", action="store_true", help="only executed files nbval validates, as paths")
+    ex = bsub.add_parser("execute", help="re-execute notebooks in place in a fresh kernel")
+    ex.add_argument("names", nargs="*", help="chapter or lab ids (01, lab02), file names or paths; "
+                                             "none: every notebook that is not planned")
+    ex.add_argument("--quiet", action="store_true", help="no progress bar")
+    html = bsub.add_parser("html", help="a static HTML copy of the book")
+    html.add_argument("--out", default="_build/html")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "doctor":
+            return doctor()
+        if args.command == "book":
+            return _book_command(args)
+    except (ValueError, FileNotFoundError, device.BackendError) as err:
+        print(f"scaledl: error: {err}", file=sys.stderr)
+        return 2
+    raise AssertionError(args.command)

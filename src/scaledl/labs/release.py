@@ -1,0 +1,124 @@
+"""Make a lab's student notebook from its solution notebook, and never overwrite a student's work.
+
+A solution notebook marks what students write between two comment lines, nbgrader style::
+
+    def copy_kernel(src, dst):
+        ### BEGIN SOLUTION Task 1.1
+        i = cuda.grid(1)
+        if i < dst.size:
+            dst[i] = src[i]
+        ### END SOLUTION
+
+The student version keeps everything else and puts, at the marker's indentation::
+
+        # YOUR CODE HERE (Task 1.1)
+        raise NotImplementedError("Task 1.1")
+
+Markdown cells tagged ``solution`` (worked answers) are dropped, and all outputs are cleared. The student
+version is derived data: ``scaledl book check`` verifies it equals what this module makes from the solution.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import nbformat
+
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?P<task>.*)$")
+END = re.compile(r"^[ \t]*### END SOLUTION\s*$")
+
+
+def strip_source(source: str, where: str = "cell") -> str:
+    """Replace every marked solution block in ``source`` with a ``NotImplementedError`` stub.
+
+    Raises:
+        ValueError: a BEGIN without END (or the reverse), naming ``where``.
+    """
+    out, inside = [], None
+    for lineno, line in enumerate(source.splitlines(), 1):
+        begin = BEGIN.match(line)
+        if begin:
+            if inside is not None:
+                raise ValueError(f"{where}: line {lineno} opens a solution block inside another one")
+            inside = begin
+            task = begin.group("task").strip()
+            label = f" ({task})" if task else ""
+            message = task or "write this part"
+            out.append(f"{begin.group('indent')}# YOUR CODE HERE{label}")
+            out.append(f"{begin.group('indent')}raise NotImplementedError({message!r})")
+        elif END.match(line):
+            if inside is None:
+                raise ValueError(f"{where}: line {lineno} closes a solution block that was never opened")
+            inside = None
+        elif inside is None:
+            out.append(line)
+    if inside is not None:
+        raise ValueError(f"{where}: a solution block is never closed")
+    return "\n".join(out)
+
+
+def student_version(solution_nb) -> nbformat.NotebookNode:
+    """The notebook a student starts from: solutions stubbed, answer cells removed, outputs cleared."""
+    nb = copy.deepcopy(solution_nb)
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        if "solution" in cell.get("metadata", {}).get("tags", []) and cell.cell_type == "markdown":
+            continue
+        if cell.cell_type == "code":
+            cell.source = strip_source(cell.source, where=f"cell {i}")
+            cell.outputs = []
+            cell.execution_count = None
+        cell.get("metadata", {}).pop("execution", None)
+        cells.append(cell)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def _same(a, b) -> bool:
+    return nbformat.writes(a) == nbformat.writes(b)
+
+
+def write_student_version(solution_path: Path, student_path: Path, previous_solution=None) -> str:
+    """Write the student notebook, unless doing so would lose a student's edits.
+
+    The file is written when it does not exist, or when it still equals the student version of
+    ``previous_solution`` (the solution before it was re-executed) or of the current one: then nobody has
+    touched it. Otherwise it is left alone. Returns ``"written"``, ``"unchanged"`` or ``"kept"``.
+    """
+    solution_nb = nbformat.read(solution_path, as_version=4)
+    fresh = student_version(solution_nb)
+    if student_path.exists():
+        on_disk = nbformat.read(student_path, as_version=4)
+        if _same(on_disk, fresh):
+            return "unchanged"
+        pristine = previous_solution is not None and _same(on_disk, student_version(previous_solution))
+        if not pristine:
+            return "kept"
+    student_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = student_path.with_suffix(".ipynb.tmp")
+    nbformat.write(fresh, tmp)
+    tmp.replace(student_path)
+    return "written"
+
+
+def check_student_version(book, entry) -> list[str]:
+    """``scaledl book check``'s test that a lab's student file is exactly derived from its solution."""
+    solution = nbformat.read(book.path(entry.solution), as_version=4)
+    student = nbformat.read(book.path(entry.file), as_version=4)
+    problems = []
+    try:
+        expected = student_version(solution)
+    except ValueError as err:
+        return [f"{entry.solution}: {err}"]
+    if not any(BEGIN.match(line) for c in solution.cells if c.cell_type == "code"
+               for line in c.source.splitlines()):
+        problems.append(f"{entry.solution}: marks no '### BEGIN SOLUTION' block; students would have nothing "
+                        f"to write")
+    if not _same(student, expected):
+        problems.append(f"{entry.file}: differs from the student version of {entry.solution}; run "
+                        f"`scaledl book execute {entry.id}` to remake it (edits in a student's own copy are "
+                        f"never overwritten)")
+    return problems

@@ -1,0 +1,138 @@
+"""Interactive explorers made of core ipywidgets only, so they run in JupyterLab, Colab and any JupyterHub.
+
+An :class:`Explorer` joins a *view*, a plain function of keyword arguments that returns something Jupyter
+can show (a matplotlib Figure, a string, HTML), to one control per argument. The view is what tests call;
+the widgets only feed it. Each control has a sensible default, and the view's output at those defaults is
+displayed as an ordinary cell output, so a reader of the static book (or of a notebook opened without a
+kernel) still sees the figure. Moving a control re-renders it in place.
+
+>>> from scaledl.widgets import Explorer, slider
+>>> def view(n, scale):
+...     return f"{n} x {scale:g} = {n * scale:g}"
+>>> ex = Explorer(view, n=slider(3, 1, 10, description="n"), scale=slider(0.5, 0.1, 2.0, 0.1))
+>>> ex.render()
+'3 x 0.5 = 1.5'
+>>> ex.render(n=4)
+'4 x 0.5 = 2'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import ipywidgets as W
+
+__all__ = ["Explorer", "slider", "log_slider", "choice", "toggle"]
+
+_STYLE = {"description_width": "initial"}
+_LAYOUT = {"width": "420px"}
+
+
+def _check_range(value, lo, hi, what: str):
+    if not (lo <= value <= hi):
+        raise ValueError(f"{what}: default value {value!r} is outside its range [{lo!r}, {hi!r}]")
+
+
+def slider(value, min, max, step=None, *, description: str = "", readout_format: str | None = None):
+    """An IntSlider when value, min and max are all ints (and step is None or an int), else a FloatSlider."""
+    _check_range(value, min, max, f"slider {description!r}")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (value, min, max)) and \
+            (step is None or isinstance(step, int)):
+        return W.IntSlider(value=value, min=min, max=max, step=step or 1, description=description,
+                           continuous_update=False, style=_STYLE, layout=_LAYOUT)
+    kwargs = {"readout_format": readout_format} if readout_format else {}
+    return W.FloatSlider(value=float(value), min=float(min), max=float(max),
+                         step=float(step) if step else (float(max) - float(min)) / 100,
+                         description=description, continuous_update=False, style=_STYLE, layout=_LAYOUT,
+                         **kwargs)
+
+
+def log_slider(value, min, max, *, description: str = "", steps_per_decade: int = 10,
+               readout_format: str = ".3g"):
+    """A slider over orders of magnitude (FloatLogSlider), for quantities spanning decades."""
+    if min <= 0:
+        raise ValueError(f"log_slider {description!r}: min must be > 0 for a log scale, got {min!r}")
+    _check_range(value, min, max, f"log_slider {description!r}")
+    return W.FloatLogSlider(value=value, base=10, min=math.log10(min), max=math.log10(max),
+                            step=1 / steps_per_decade, description=description, continuous_update=False,
+                            readout_format=readout_format, style=_STYLE, layout=_LAYOUT)
+
+
+def choice(options, value, *, description: str = ""):
+    """A dropdown. ``options`` is a list of values or of (label, value) pairs."""
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+    if value not in values:
+        raise ValueError(f"choice {description!r}: default {value!r} is not among the options {values!r}")
+    return W.Dropdown(options=options, value=value, description=description, style=_STYLE, layout=_LAYOUT)
+
+
+def toggle(value: bool, *, description: str = ""):
+    if not isinstance(value, bool):
+        raise TypeError(f"toggle {description!r}: default must be a bool, got {value!r}")
+    return W.Checkbox(value=value, description=description, style=_STYLE, indent=False)
+
+
+def _close_if_figure(obj):
+    if type(obj).__module__.startswith("matplotlib"):
+        import matplotlib.pyplot as plt
+
+        plt.close(obj)
+
+
+class Explorer:
+    """Controls bound to the keyword arguments of a view function.
+
+    Args:
+        view: ``view(**values)`` returns what to show: a matplotlib Figure, a str, or any displayable.
+        **controls: one ipywidget per keyword argument of ``view``; their values are the defaults.
+    """
+
+    def __init__(self, view: Callable[..., Any], **controls: W.ValueWidget):
+        if not callable(view):
+            raise TypeError(f"view must be callable, got {view!r}")
+        if not controls:
+            raise ValueError("an Explorer needs at least one control")
+        for name, w in controls.items():
+            if not isinstance(w, W.ValueWidget):
+                raise TypeError(f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}")
+        self.view = view
+        self.controls = dict(controls)
+        self._handle = None
+
+    def values(self) -> dict[str, Any]:
+        return {name: w.value for name, w in self.controls.items()}
+
+    def render(self, **overrides) -> Any:
+        """The view at the controls' current values, with ``overrides`` replacing some of them."""
+        unknown = set(overrides) - set(self.controls)
+        if unknown:
+            raise ValueError(f"render() got unknown argument(s) {sorted(unknown)}; the controls are "
+                             f"{sorted(self.controls)}")
+        return self.view(**{**self.values(), **overrides})
+
+    def _show(self, obj):
+        from IPython.display import display
+
+        if isinstance(obj, str):
+            from IPython.display import Pretty
+
+            obj = Pretty(obj)
+        if self._handle is None:
+            self._handle = display(obj, display_id=True)
+        else:
+            self._handle.update(obj)
+
+    def _on_change(self, _change):
+        out = self.render()
+        self._show(out)
+        _close_if_figure(out)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(W.VBox(list(self.controls.values())))
+        self._handle = None
+        self._on_change(None)
+        for w in self.controls.values():
+            w.observe(self._on_change, names="value")
