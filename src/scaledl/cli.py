@@ -5,6 +5,7 @@
     scaledl book execute [NAME...]  re-execute notebooks in place (all validated ones without NAME)
     scaledl book list [--validated] the notebooks of the book, one path a line
     scaledl book html [--out DIR]   a static HTML copy of the book
+    scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
 """
 
 from __future__ import annotations
@@ -124,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--quiet", action="store_true", help="no progress bar")
     html = bsub.add_parser("html", help="a static HTML copy of the book")
     html.add_argument("--out", default="_build/html")
+    bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
+                                         "baseline measured in the same run")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")
     return parser
 
 
@@ -134,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
             return doctor()
         if args.command == "book":
             return _book_command(args)
+        if args.command == "bench":
+            from scaledl.kernels.bench import main as bench_main
+
+            return bench_main(args.bench_args)
     except (ValueError, FileNotFoundError, device.BackendError) as err:
         print(f"scaledl: error: {err}", file=sys.stderr)
         return 2
