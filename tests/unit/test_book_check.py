@@ -1,0 +1,119 @@
+"""`scaledl book check` on small synthetic books: each class of problem is found, a clean book passes."""
+
+import textwrap
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from scaledl.book import load
+from scaledl.book.check import check_book
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+def make_book(tmp_path, chapter_status="done", lab_status="planned"):
+    (tmp_path / "book.toml").write_text(textwrap.dedent(f"""
+        [book]
+        title = "T"
+        authors = ["A"]
+        license = "L"
+        repository = "https://example.org/r"
+        [[parts]]
+        id = "I"
+        title = "P"
+        [[parts.chapters]]
+        id = "00"
+        file = "chapters/00_a.ipynb"
+        title = "A"
+        status = "{chapter_status}"
+        [[parts.labs]]
+        id = "lab01"
+        file = "labs/lab01_x.ipynb"
+        solution = "labs/solutions/lab01_x.ipynb"
+        title = "X"
+        status = "{lab_status}"
+        """))
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "labs" / "solutions").mkdir(parents=True)
+    return tmp_path
+
+
+def executed_notebook(*sources, outputs=None):
+    nb = new_notebook(metadata={"kernelspec": KERNELSPEC})
+    nb.cells.append(new_markdown_cell("# A"))
+    for i, src in enumerate(sources, 1):
+        cell = new_code_cell(src, execution_count=i)
+        cell.outputs = [new_output("stream", name="stdout", text=f"{i}\n")]
+        nb.cells.append(cell)
+    return nb
+
+
+def test_clean_book_has_no_problems(tmp_path):
+    root = make_book(tmp_path)
+    nbformat.write(executed_notebook("print(1)", "print(2)"), root / "chapters/00_a.ipynb")
+    assert check_book(load(root)) == []
+
+
+def test_missing_notebook_and_stray_notebook(tmp_path):
+    root = make_book(tmp_path)
+    nbformat.write(executed_notebook("print(1)"), root / "chapters/99_stray.ipynb")
+    problems = check_book(load(root))
+    assert any("chapters/00_a.ipynb: listed in book.toml as chapter 00 (done) but missing" in p for p in problems)
+    assert any("chapters/99_stray.ipynb: on disk but not in book.toml" in p for p in problems)
+
+
+def test_unexecuted_notebook(tmp_path):
+    root = make_book(tmp_path)
+    nb = executed_notebook("print(1)")
+    nb.cells[1].outputs = []
+    nb.cells[1].execution_count = None
+    nbformat.write(nb, root / "chapters/00_a.ipynb")
+    problems = check_book(load(root))
+    assert any("no stored outputs" in p for p in problems)
+    assert any("were never executed" in p for p in problems)
+
+
+def test_out_of_order_counts_error_output_and_machine_path(tmp_path):
+    root = make_book(tmp_path)
+    nb = executed_notebook("a", "b", "c")
+    nb.cells[2].execution_count = 7
+    nb.cells[3].outputs = [new_output("error", ename="ZeroDivisionError", evalue="division by zero",
+                                      traceback=[])]
+    nb.cells[1].outputs = [new_output("stream", name="stdout", text="saved to /home/alice/x.png\n")]
+    nbformat.write(nb, root / "chapters/00_a.ipynb")
+    problems = check_book(load(root))
+    assert any("execution counts [1, 7, 3] are not 1, 2, 3" in p for p in problems)
+    assert any("cell 3 stores an error (ZeroDivisionError: division by zero)" in p for p in problems)
+    assert any("cell 1 output shows a machine path ('/home/alice/'" in p for p in problems)
+
+
+def test_wrong_kernelspec(tmp_path):
+    root = make_book(tmp_path)
+    nb = executed_notebook("print(1)")
+    nb.metadata["kernelspec"] = {"name": "my-venv", "language": "python"}
+    nbformat.write(nb, root / "chapters/00_a.ipynb")
+    assert any("kernelspec is" in p and "expected name 'python3'" in p for p in check_book(load(root)))
+
+
+def test_planned_entries_are_not_required(tmp_path):
+    root = make_book(tmp_path, chapter_status="planned")
+    assert check_book(load(root)) == []
+
+
+def test_lab_student_version_must_be_derived_from_solution(tmp_path):
+    from scaledl.labs.release import student_version
+
+    root = make_book(tmp_path, chapter_status="planned", lab_status="draft")
+    solution = executed_notebook("def f():\n    ### BEGIN SOLUTION Task 1.1\n    return 1\n    ### END SOLUTION")
+    nbformat.write(solution, root / "labs/solutions/lab01_x.ipynb")
+    nbformat.write(student_version(solution), root / "labs/lab01_x.ipynb")
+    assert check_book(load(root)) == []
+    drifted = student_version(solution)
+    drifted.cells[1].source += "\n# a stale copy"
+    nbformat.write(drifted, root / "labs/lab01_x.ipynb")
+    assert any("labs/lab01_x.ipynb: differs from the student version" in p for p in check_book(load(root)))
+
+
+def test_the_real_book_passes():
+    problems = check_book(load())
+    assert problems == [], "\n".join(problems)

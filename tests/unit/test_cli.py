@@ -1,0 +1,50 @@
+"""The scaledl command: doctor, book list/check, and clear errors for bad input."""
+
+import io
+import subprocess
+import sys
+
+from scaledl import cli
+
+
+def scaledl(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "scaledl", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_doctor_reports_backend_versions_and_passes():
+    out = io.StringIO()
+    assert cli.doctor(out) == 0, out.getvalue()
+    text = out.getvalue()
+    for field in ("backend", "python", "numpy", "numba-cuda", "ipywidgets", "jupyterlab", "colab",
+                  "smoke test   ok"):
+        assert field in text
+    assert "verdict      the book can run here" in text
+
+
+def test_book_list_validated_gives_existing_paths():
+    r = scaledl("book", "list", "--validated")
+    assert r.returncode == 0, r.stderr
+    assert "chapters/00_getting_started.ipynb" in r.stdout.split()
+
+
+def test_execute_unknown_name_is_a_clear_error_before_any_work():
+    r = scaledl("book", "execute", "00", "no_such_chapter")
+    assert r.returncode == 2
+    assert "scaledl: error: unknown notebook 'no_such_chapter'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_unknown_subcommand_is_refused_by_argparse():
+    r = scaledl("bake")
+    assert r.returncode == 2 and "invalid choice: 'bake'" in r.stderr
+
+
+def test_bench_without_gpu_says_so():
+    import scaledl as pkg
+
+    if pkg.backend() == "cuda":
+        return
+    r = scaledl("bench")
+    assert r.returncode != 0
+    assert "GPU" in (r.stdout + r.stderr)
