@@ -1,0 +1,221 @@
+"""Energy per operation, and why complex instructions make a programmable GPU nearly as efficient as an ASIC.
+
+Every instruction a processor runs pays a fixed *overhead* (fetch it, decode it, read and write its operands
+in the register file) on top of the energy of the arithmetic it orders. The overhead does not grow with
+the work the instruction does, so an instruction that does more arithmetic (HFMA: 2 operations; HDP4A: 8;
+HMMA: 128; IMMA: 1024) spends a smaller share of its energy on overhead. This module holds the published
+figures, each named and cited once, and the small model that relates them.
+
+Two ways of quoting an overhead, which the sources mix:
+
+* ``ratio = overhead / math`` (how much more the overhead costs than the arithmetic: HFMA 30/1.5 = 2000 %);
+* ``share = overhead / (math + overhead)`` (the part of the instruction's total energy that is overhead).
+
+>>> round(overhead_ratio(HFMA.math_energy_pJ, GPU_INSTRUCTION_OVERHEAD_pJ), 3)
+20.0
+>>> round(overhead_ratio(HMMA.math_energy_pJ, GPU_INSTRUCTION_OVERHEAD_pJ), 4)
+0.2727
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# --- GPU instruction energies (Dally, "Scaling ML with NVIDIA GPUs", ScaledML 2018, seed 000; and the
+# --- table of "Trends in Deep Learning Hardware", 2023, seed 002). Math energy only, overhead excluded.
+GPU_INSTRUCTION_OVERHEAD_pJ = 30.0  # fetch + decode + operand access of one instruction (seed 000)
+# An ARM out-of-order core: overhead of one instruction and the 16-bit integer add it performs (seed 002).
+ARM_CORE_OVERHEAD_pJ = 250.0
+ADD_INT16_pJ = 0.032  # "32 femtojoules"
+
+# Energy to read one 32-bit word from each level of an accelerator's memory (seed 002).
+SRAM_LOCAL_8KB_pJ_PER_WORD = 5.0
+ON_CHIP_SRAM_pJ_PER_WORD = 50.0  # "hundreds of MB" away on the die; 45 pJ of it is wire
+OFF_CHIP_DRAM_pJ_PER_WORD = 640.0  # LPDDR / HBM
+WORD_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One arithmetic instruction: what it does and the energy of its arithmetic alone.
+
+    ``ops`` counts multiplies and adds separately (a fused multiply-add is 2 operations).
+    """
+
+    name: str
+    architecture: str
+    math_energy_pJ: float
+    ops: int
+    what: str
+    quoted_overhead: str  # as printed in the seed 002 table
+
+    @property
+    def math_energy_pJ_per_op(self) -> float:
+        return self.math_energy_pJ / self.ops
+
+
+# ops: HFMA = 1 multiply + 1 add; HDP4A = 4 multiplies + 4 adds; HMMA = 4x4x4 = 64 multiplies + 64 adds
+# (seed 000: "128 floating-point operations"); IMMA = two 8x8 int8 matrices (seed 002), read as an 8x8x8
+# product: 512 multiplies + 512 adds.
+HFMA = Instruction("HFMA", "Kepler (FP16 hypothetical)", 1.5, 2, "half-precision fused multiply-add", "2000%")
+HDP4A = Instruction("HDP4A", "Pascal", 6.0, 8, "4-element FP16 dot product, FP32 sum", "500%")
+HMMA = Instruction("HMMA", "Volta", 110.0, 128, "4x4x4 FP16 matrix multiply, FP32 accumulate", "22%")
+IMMA = Instruction("IMMA", "Turing", 160.0, 1024, "8x8x8 int8 matrix multiply, int32 accumulate", "16%")
+INSTRUCTIONS = (HFMA, HDP4A, HMMA, IMMA)
+
+
+@dataclass(frozen=True)
+class OpEnergy:
+    """One line of an energy-per-operation table."""
+
+    operation: str
+    energy_pJ: float
+    bits: int
+
+
+# Horowitz, "Computing's energy problem (and what we can do about it)", ISSCC 2014, 45 nm, as commonly
+# quoted. DRAM is given there as a range, 1.3-2.6 nJ per 64-bit access; both ends are listed.
+HOROWITZ_45NM = (
+    OpEnergy("int8 add", 0.03, 8),
+    OpEnergy("int32 add", 0.1, 32),
+    OpEnergy("int8 mult", 0.2, 8),
+    OpEnergy("int32 mult", 3.1, 32),
+    OpEnergy("fp16 add", 0.4, 16),
+    OpEnergy("fp32 add", 0.9, 32),
+    OpEnergy("fp16 mult", 1.1, 16),
+    OpEnergy("fp32 mult", 3.7, 32),
+    OpEnergy("8 kB SRAM read", 10.0, 64),
+    OpEnergy("32 kB SRAM read", 20.0, 64),
+    OpEnergy("1 MB SRAM read", 100.0, 64),
+    OpEnergy("DRAM read (low)", 1300.0, 64),
+    OpEnergy("DRAM read (high)", 2600.0, 64),
+)
+
+
+def horowitz(operation: str) -> float:
+    """Energy in pJ of ``operation`` in the Horowitz 45 nm table.
+
+    Raises:
+        ValueError: the operation is not in the table (the message lists those that are).
+    """
+    for row in HOROWITZ_45NM:
+        if row.operation == operation:
+            return row.energy_pJ
+    known = ", ".join(repr(r.operation) for r in HOROWITZ_45NM)
+    raise ValueError(f"operation={operation!r} is not in the Horowitz 45 nm table; known: {known}")
+
+
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def overhead_ratio(math_energy_pJ: float, overhead_pJ: float) -> float:
+    """Overhead divided by the arithmetic's energy (20.0 means "2000 %")."""
+    return _positive("overhead_pJ", overhead_pJ) / _positive("math_energy_pJ", math_energy_pJ)
+
+
+def overhead_share(math_energy_pJ: float, overhead_pJ: float) -> float:
+    """The part of an instruction's total energy spent on overhead, in [0, 1)."""
+    m, o = _positive("math_energy_pJ", math_energy_pJ), _positive("overhead_pJ", overhead_pJ)
+    return o / (m + o)
+
+
+def implied_overhead_pJ(math_energy_pJ: float, quoted: float, *, as_share: bool = False) -> float:
+    """The overhead that makes a quoted percentage come out, read as a ratio (default) or as a share.
+
+    >>> round(implied_overhead_pJ(110.0, 0.22), 1)   # 22 % of 110 pJ
+    24.2
+    >>> round(implied_overhead_pJ(110.0, 0.22, as_share=True), 1)  # o / (110 + o) = 0.22
+    31.0
+    """
+    m = _positive("math_energy_pJ", math_energy_pJ)
+    q = _positive("quoted", quoted)
+    if as_share:
+        if q >= 1:
+            raise ValueError(f"quoted={quoted!r} read as a share must be below 1")
+        return q * m / (1 - q)
+    return q * m
+
+
+def asic_advantage(math_energy_pJ: float, overhead_pJ: float) -> float:
+    """How much more energy the programmable instruction spends than a fixed-function engine doing the same
+    arithmetic with no overhead at all: (math + overhead) / math - 1 (HMMA: 0.27, "at most 27 % better")."""
+    return overhead_ratio(math_energy_pJ, overhead_pJ)
+
+
+def instruction_energy_pJ(ops_per_instruction, math_pJ_per_op: float, overhead_pJ: float):
+    """Total energy of one instruction doing ``ops_per_instruction`` operations (array-friendly)."""
+    ops = np.asarray(ops_per_instruction, dtype=float)
+    if np.any(ops <= 0):
+        raise ValueError(f"ops_per_instruction must be positive, got {ops_per_instruction!r}")
+    _positive("math_pJ_per_op", math_pJ_per_op)
+    _positive("overhead_pJ", overhead_pJ)
+    return ops * math_pJ_per_op + overhead_pJ
+
+
+def overhead_share_vs_ops(ops_per_instruction, math_pJ_per_op: float, overhead_pJ: float):
+    """Overhead share as a function of how many operations one instruction does (array-friendly)."""
+    total = instruction_energy_pJ(ops_per_instruction, math_pJ_per_op, overhead_pJ)
+    return overhead_pJ / total
+
+
+def ops_for_share(target_share: float, math_pJ_per_op: float, overhead_pJ: float) -> float:
+    """Operations per instruction needed to bring the overhead share down to ``target_share``.
+
+    From o / (n e + o) = s: n = o (1 - s) / (s e).
+    """
+    s = _positive("target_share", target_share)
+    if s >= 1:
+        raise ValueError(f"target_share must be below 1, got {target_share!r}")
+    e, o = _positive("math_pJ_per_op", math_pJ_per_op), _positive("overhead_pJ", overhead_pJ)
+    return o * (1 - s) / (s * e)
+
+
+def memory_to_math_ratio(pJ_per_word: float, math_pJ_per_op: float, ops_per_word: float):
+    """Energy of fetching operands over the energy of the arithmetic done with them.
+
+    With ``ops_per_word`` operations per 32-bit word fetched (an arithmetic intensity of
+    ``ops_per_word / 4`` per byte), a word costing ``pJ_per_word`` adds ``pJ_per_word / ops_per_word`` per op.
+    """
+    _positive("pJ_per_word", pJ_per_word)
+    _positive("math_pJ_per_op", math_pJ_per_op)
+    ops = np.asarray(ops_per_word, dtype=float)
+    if np.any(ops <= 0):
+        raise ValueError(f"ops_per_word must be positive, got {ops_per_word!r}")
+    return pJ_per_word / (ops * math_pJ_per_op)
+
+
+def overhead_view(ops_per_instruction: float = 128, overhead_pJ: float = GPU_INSTRUCTION_OVERHEAD_pJ,
+                  math_pJ_per_op: float = HMMA.math_energy_pJ_per_op):
+    """Widget view: overhead share against operations per instruction, with the four instructions marked.
+
+    Returns a matplotlib Figure whose title states the share at ``ops_per_instruction``.
+    """
+    import matplotlib.pyplot as plt
+
+    n = np.logspace(0, 4, 200)
+    share = overhead_share_vs_ops(n, math_pJ_per_op, overhead_pJ)
+    here = float(overhead_share_vs_ops(ops_per_instruction, math_pJ_per_op, overhead_pJ))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.semilogx(n, 100 * share, label=f"model: {overhead_pJ:g} pJ overhead, {math_pJ_per_op:.3g} pJ/op")
+    for ins in INSTRUCTIONS:
+        s = overhead_share(ins.math_energy_pJ, overhead_pJ)
+        ax.scatter([ins.ops], [100 * s], zorder=3)
+        ax.annotate(f"{ins.name} ({ins.math_energy_pJ:g} pJ)", (ins.ops, 100 * s), textcoords="offset points",
+                    xytext=(5, 5))
+    ax.axvline(ops_per_instruction, color="grey", ls=":")
+    ax.set_xlabel("operations per instruction")
+    ax.set_ylabel("overhead share of instruction energy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"{ops_per_instruction:.0f} ops/instruction: {100 * here:.1f} % of the energy is overhead")
+    ax.legend(loc="upper right")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
