@@ -26,3 +26,23 @@ def smoke_test(n: int = 37) -> tuple[bool, str]:
     axpy[(n + threads - 1) // threads, threads](np.float32(2.0), x, y, out)
     ok = bool(np.allclose(out, 2 * x + y, rtol=1e-6, atol=1e-6))
     return ok, f"a {n}-element axpy kernel {'matched' if ok else 'did not match'} NumPy"
+
+
+@cuda.jit
+def axpy_unguarded(a, x, y, out):
+    """The same kernel without its bounds guard: the classic bug. Chapter 00 shows what each backend does."""
+    i = cuda.grid(1)
+    out[i] = a * x[i] + y[i]
+
+
+def simulator_rate(n: int = 2048, threads: int = 128) -> float:
+    """Threads per second the active backend sustains on :func:`axpy` (a rough, machine-dependent figure)."""
+    import time
+
+    x = np.ones(n, dtype=np.float32)
+    out = np.empty_like(x)
+    blocks = (n + threads - 1) // threads
+    axpy[blocks, threads](np.float32(1.0), x, x, out)  # compile / warm up
+    start = time.perf_counter()
+    axpy[blocks, threads](np.float32(1.0), x, x, out)
+    return blocks * threads / (time.perf_counter() - start)
