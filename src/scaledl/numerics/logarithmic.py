@@ -1,0 +1,227 @@
+"""Logarithmic numbers: a value is a sign and a fixed-point base-2 exponent, so multiplying is adding.
+
+A logarithmic number with ``int_bits`` integer and ``frac_bits`` fractional exponent bits ("Log I.F";
+Log 4.3 fits a byte with its sign bit) stores ``x = sign * 2**(code / 2**frac_bits)``, with ``code`` a
+signed integer of ``int_bits + frac_bits`` bits. Here a number is held as two integer arrays:
+
+* ``sign``: int8, -1, 0 or +1; 0 marks the value zero (which has no logarithm),
+* ``code``: int32, the exponent in units of ``2**-frac_bits``.
+
+The most negative code is given up to encode zero in hardware, so nonzero codes run over
+``[-(2**(I+F-1) - 1), 2**(I+F-1) - 1]`` and the magnitudes are symmetric about 1.
+
+Rounding happens in the log domain (the exponent is rounded to the nearest multiple of ``2**-F``), which is
+what an encoder that computes ``log2`` and rounds does; the largest relative error is then
+``2**(2**-(F+1)) - 1``, the same at every magnitude. Multiplication adds codes exactly (and XORs signs);
+addition needs the Gaussian logarithm ``sb(d) = log2(1 + 2**-d)``, which :func:`gaussian_log_add` evaluates
+exactly and :func:`mitchell_add` approximates with Mitchell's ``log2(1 + m) ~ m``.
+
+>>> import numpy as np
+>>> s, c = lns_encode(np.array([3.0, -0.5, 0.0]), int_bits=4, frac_bits=3)
+>>> c.tolist(), s.tolist()
+([13, -8, 0], [1, -1, 0])
+>>> lns_decode(s, c, frac_bits=3).round(4).tolist()
+[3.0844, -0.5, 0.0]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "LogGrid", "LOG_4_3", "lns_encode", "lns_decode", "lns_quantize", "lns_multiply",
+    "gaussian_log_add", "gaussian_log_table", "mitchell_log2", "mitchell_exp2", "mitchell_add",
+    "MITCHELL_MAX_LOG_ERROR", "worst_relative_error",
+]
+
+
+@dataclass(frozen=True)
+class LogGrid:
+    """The exponent grid of a logarithmic format: ``int_bits`` integer and ``frac_bits`` fractional bits.
+
+    The sign bit comes on top, so ``bits = 1 + int_bits + frac_bits``.
+
+    >>> LOG_4_3.bits, LOG_4_3.code_max, round(LOG_4_3.max_value, 1)
+    (8, 63, 234.8)
+    """
+
+    int_bits: int
+    frac_bits: int
+
+    def __post_init__(self):
+        for name in ("int_bits", "frac_bits"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+        if self.int_bits + self.frac_bits < 2 or self.int_bits + self.frac_bits > 30:
+            raise ValueError(f"int_bits + frac_bits must be in [2, 30], got {self.int_bits + self.frac_bits}")
+
+    @property
+    def bits(self) -> int:
+        return 1 + self.int_bits + self.frac_bits
+
+    @property
+    def steps_per_octave(self) -> int:
+        """Codes per factor of two: ``2**frac_bits``."""
+        return 1 << self.frac_bits
+
+    @property
+    def code_max(self) -> int:
+        return (1 << (self.int_bits + self.frac_bits - 1)) - 1
+
+    @property
+    def code_min(self) -> int:
+        """Smallest nonzero code; the one below it is spent on zero."""
+        return -self.code_max
+
+    @property
+    def max_value(self) -> float:
+        return 2.0 ** (self.code_max / self.steps_per_octave)
+
+    @property
+    def min_value(self) -> float:
+        return 2.0 ** (self.code_min / self.steps_per_octave)
+
+    @property
+    def dynamic_range_octaves(self) -> float:
+        """log2(max / min): how many factors of two the format spans."""
+        return (self.code_max - self.code_min) / self.steps_per_octave
+
+    @property
+    def name(self) -> str:
+        return f"Log {self.int_bits}.{self.frac_bits}"
+
+
+LOG_4_3 = LogGrid(4, 3)  # the 8-bit logarithmic format of seed 002 ("Log 4.3")
+
+
+def _grid(int_bits, frac_bits) -> LogGrid:
+    return LogGrid(int_bits, frac_bits)
+
+
+def lns_encode(x, *, int_bits: int = 4, frac_bits: int = 3, saturate: bool = True):
+    """Encode real numbers as logarithmic ``(sign, code)`` arrays, rounding the exponent to nearest.
+
+    Magnitudes above the largest value saturate to it (or raise with ``saturate=False``); magnitudes whose
+    rounded code falls below ``code_min`` flush to zero.
+
+    Args:
+        x: array of finite reals.
+    Returns:
+        ``(sign, code)``: int8 and int32 arrays of ``x``'s shape.
+    Raises:
+        ValueError: ``x`` holds NaN or inf, or a value overflows with ``saturate=False``.
+    """
+    g = _grid(int_bits, frac_bits)
+    x = np.asarray(x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"x must be finite; got {np.count_nonzero(~np.isfinite(x))} NaN/inf value(s)")
+    mag = np.abs(x)
+    with np.errstate(divide="ignore"):
+        exact = np.log2(np.where(mag > 0, mag, 1.0)) * g.steps_per_octave
+    code = np.rint(exact)  # ties to even, in the log domain
+    if not saturate and np.any((mag > 0) & (code > g.code_max)):
+        raise ValueError(f"x: a magnitude above {g.name}'s largest value {g.max_value:.6g} with saturate=False")
+    code = np.minimum(code, g.code_max)
+    sign = np.sign(x).astype(np.int8)
+    sign[(mag == 0) | (code < g.code_min)] = 0
+    code = np.where(sign == 0, 0, code).astype(np.int32)
+    return sign, code
+
+
+def lns_decode(sign, code, *, frac_bits: int = 3) -> np.ndarray:
+    """The float64 value ``sign * 2**(code / 2**frac_bits)`` of logarithmic numbers."""
+    sign = np.asarray(sign)
+    code = np.asarray(code)
+    return sign * np.exp2(code / float(1 << frac_bits))
+
+
+def lns_quantize(x, *, int_bits: int = 4, frac_bits: int = 3) -> np.ndarray:
+    """Round ``x`` to the nearest (in the log domain) value of a Log ``int_bits.frac_bits`` format."""
+    s, c = lns_encode(x, int_bits=int_bits, frac_bits=frac_bits)
+    return lns_decode(s, c, frac_bits=frac_bits)
+
+
+def lns_multiply(sign_a, code_a, sign_b, code_b):
+    """Multiply logarithmic numbers: signs multiply, codes add. Exact; the code may leave the format's range
+    (a product of two Log I.F numbers needs one more integer bit), which is what a MAC unit keeps."""
+    sign = (np.asarray(sign_a, np.int8) * np.asarray(sign_b, np.int8)).astype(np.int8)
+    code = np.where(sign == 0, 0, np.asarray(code_a, np.int32) + np.asarray(code_b, np.int32))
+    return sign, code.astype(np.int32)
+
+
+def worst_relative_error(frac_bits: int) -> float:
+    """Largest ``|q - x| / x`` of log-domain round-to-nearest with ``frac_bits`` fractional bits.
+
+    The exponent moves by at most half a step, ``2**-(F+1)``, so the value moves by a factor of at most
+    ``2**(2**-(F+1))``; the error is largest on the side where the value is rounded up.
+
+    >>> round(worst_relative_error(3), 5)
+    0.04427
+    """
+    return 2.0 ** (2.0 ** -(frac_bits + 1)) - 1.0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Addition: exact (Gaussian logarithms) and Mitchell's approximation, both on real-valued exponents.
+
+def gaussian_log_add(a, b):
+    """``log2(2**a + 2**b)`` for real exponents, as ``max(a, b) + sb(|a - b|)`` with ``sb(d) = log2(1+2**-d)``.
+
+    This is the addition a logarithmic ALU performs (for positive numbers); ``sb`` is the Gaussian logarithm
+    its table stores. Computed in float64 without overflow for any finite exponents.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return np.maximum(a, b) + np.log2(1.0 + np.exp2(-np.abs(a - b)))
+
+
+def gaussian_log_table(frac_bits: int) -> np.ndarray:
+    """The table a Log x.F adder needs: ``sb(d)`` rounded to the grid, for ``d = 0, 2**-F, 2**-2F...``, up to
+    the first ``d`` where the rounded value is 0 (beyond it, adding the smaller number changes nothing).
+
+    Returns the table in units of ``2**-F`` (int array). Its length grows like ``(F + 1.5) * 2**F``.
+
+    >>> gaussian_log_table(3).tolist()[:6]
+    [8, 8, 7, 7, 6, 6]
+    """
+    if not isinstance(frac_bits, (int, np.integer)) or isinstance(frac_bits, bool) or not 0 <= frac_bits <= 16:
+        raise ValueError(f"frac_bits must be an int in [0, 16], got {frac_bits!r}")
+    step = 2.0 ** -frac_bits
+    # sb(d) < step / 2 once 2**-d / ln 2 < step / 2, i.e. d > F + 1 + log2(1 / ln 2): a safe upper bound.
+    d = np.arange(0, math.ceil((frac_bits + 3) / step)) * step
+    sb = np.rint(np.log2(1.0 + np.exp2(-d)) / step).astype(np.int64)
+    first_zero = int(np.argmax(sb == 0))
+    return sb[:first_zero]
+
+
+# Mitchell (1962): log2(1 + m) ~ m on [0, 1). The largest gap is at m = 1/ln 2 - 1.
+MITCHELL_MAX_LOG_ERROR = math.log2(1 / math.log(2)) - (1 / math.log(2) - 1)  # 0.0861 of an octave
+
+
+def mitchell_log2(x):
+    """Mitchell's approximate ``log2`` of positive ``x``: the exponent plus the mantissa fraction, unchanged.
+
+    >>> float(mitchell_log2(3.0))  # 3 = 2 * 1.5, so 1 + 0.5 (exact: 1.585)
+    1.5
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if np.any(~(x > 0)):
+        raise ValueError("x must be positive and finite for a logarithm")
+    m, e = np.frexp(x)  # x = m * 2**e with m in [0.5, 1)
+    return (e - 1) + (2 * m - 1)
+
+
+def mitchell_exp2(y):
+    """Mitchell's approximate ``2**y``: ``2**floor(y) * (1 + frac(y))``; the inverse of :func:`mitchell_log2`."""
+    y = np.asarray(y, dtype=np.float64)
+    i = np.floor(y)
+    return np.ldexp(1.0 + (y - i), i.astype(np.int64))
+
+
+def mitchell_add(a, b):
+    """``log2(2**a + 2**b)`` with both conversions done by Mitchell's approximation (no table at all)."""
+    return mitchell_log2(mitchell_exp2(a) + mitchell_exp2(b))
