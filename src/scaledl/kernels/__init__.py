@@ -1,6 +1,20 @@
 """Numba CUDA kernels, one module per operation: NumPy reference first, numbered variants, then a launcher.
 
-Planned (Part II): GEMM (naive, shared-memory tiled, register-blocked), bandwidth and FMA-throughput probes,
-a reduction, direct and Winograd convolution. Every variant runs on the active backend (see
-:mod:`scaledl.device`) and is checked against its reference at odd sizes before anything is timed.
+==================  ===========================================================================
+``gemm``            C = A @ B: v1 naive, v2 shared-memory tiled, v3 register-blocked
+``gemm_traffic``    global loads/stores/FLOPs of each GEMM variant: model and counted run
+``bandwidth``       copy / scale / triad streams and an FMA-throughput kernel (the two ceilings)
+``reduce``          sum: shared-memory tree, then a warp-shuffle finish
+``conv``            direct 2-D convolution and Winograd F(2x2, 3x3)
+``winograd``        Winograd transform matrices F(m, r) and their error in low precision (NumPy)
+``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
+==================  ===========================================================================
+
+Every variant runs on the active backend (see :mod:`scaledl.device`) and is checked against its reference at
+odd sizes before anything is timed.
 """
+
+from scaledl.kernels.gemm import gemm
+from scaledl.kernels.gemm_traffic import GemmTraffic, count_gemm_traffic, gemm_traffic
+
+__all__ = ["gemm", "gemm_traffic", "count_gemm_traffic", "GemmTraffic"]

@@ -1,0 +1,199 @@
+"""Global-memory traffic of the GEMM kernels: a closed-form model from the tiling, and a counted run.
+
+What is counted is *global-memory accesses issued by the kernel* (element loads of A and B, element stores
+of C), the requests that the L1/L2 caches and DRAM must serve. A real GPU's caches absorb part of them, so
+DRAM bytes can be lower; the count is what the kernel's structure guarantees, whatever the cache does.
+
+The model, for ``C (M x N) = A (M x K) @ B (K x N)`` with every load guarded (out-of-range elements are
+replaced by zero without a load):
+
+* naive: each of the ``M N`` threads reads a row of A and a column of B: ``M N K`` loads of each.
+* tiled (tile ``T``): the A row-panel of a block is read once per block column, ``ceil(N / T)`` times;
+  the B column-panel once per block row: ``A: M K ceil(N/T)``, ``B: K N ceil(M/T)``.
+* regblock (``block_m x block_n`` per block): ``A: M K ceil(N/block_n)``, ``B: K N ceil(M/block_m)``.
+
+All three store C once: ``M N`` stores. FLOPs are ``2 M N K`` (one multiply and one add per term).
+
+>>> t = gemm_traffic(64, 64, 64, "tiled", tile=16)
+>>> t.loads, t.stores, round(t.arithmetic_intensity_flop_per_byte, 2)
+(32768, 4096, 3.56)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from scaledl.kernels.gemm import VARIANTS, kernel_for, launch_config, resolve_tiling
+
+FLOAT32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class GemmTraffic:
+    """Global loads and stores of one GEMM launch, in elements, with bytes, FLOPs and intensity derived."""
+
+    M: int
+    N: int
+    K: int
+    variant: str
+    loads_A: int
+    loads_B: int
+    stores: int
+    element_bytes: int = FLOAT32_BYTES
+
+    @property
+    def loads(self) -> int:
+        return self.loads_A + self.loads_B
+
+    @property
+    def load_bytes(self) -> int:
+        return self.loads * self.element_bytes
+
+    @property
+    def store_bytes(self) -> int:
+        return self.stores * self.element_bytes
+
+    @property
+    def bytes(self) -> int:
+        return self.load_bytes + self.store_bytes
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def arithmetic_intensity_flop_per_byte(self) -> float:
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def compulsory_bytes(self) -> int:
+        """Each input read once and C written once: what no tiling can go below."""
+        return (self.M * self.K + self.K * self.N + self.M * self.N) * self.element_bytes
+
+
+def _cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def _check_dims(M, N, K):
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+
+
+def gemm_traffic(M: int, N: int, K: int, variant: str, **tiling) -> GemmTraffic:
+    """Global loads/stores of ``variant`` for an ``M x K @ K x N`` product, from its tiling.
+
+    Args:
+        M, N, K: the problem (C is M x N, the sum runs over K).
+        variant: ``"naive"``, ``"tiled"`` or ``"regblock"``.
+        **tiling: ``tile=`` (tiled) or ``block_m=, block_n=, block_k=, thread_m=, thread_n=`` (regblock);
+            missing ones default to what :func:`scaledl.kernels.gemm` uses on the active backend.
+
+    Raises:
+        ValueError: a negative or non-int size, or an unknown variant.
+        TypeError: a tiling keyword the variant does not take.
+    """
+    _check_dims(M, N, K)
+    config = resolve_tiling(variant, tiling)
+    M, N, K = int(M), int(N), int(K)
+    if variant == "naive":
+        reuse_m, reuse_n = 1, 1
+    elif variant == "tiled":
+        reuse_m = reuse_n = config.tile
+    else:
+        reuse_m, reuse_n = config.block_m, config.block_n
+    loads_A = M * K * _cdiv(N, reuse_n)  # A's panel is re-read by every block column
+    loads_B = K * N * _cdiv(M, reuse_m)  # B's panel by every block row
+    return GemmTraffic(M, N, K, variant, loads_A, loads_B, M * N)
+
+
+class CountingArray:
+    """A 2-D array stand-in that counts element reads and writes made by a simulated kernel.
+
+    The simulator passes any argument that is not a NumPy array through unchanged, so a kernel indexing
+    this object goes through :meth:`__getitem__` / :meth:`__setitem__`. Indices are checked strictly (no
+    negative wrap-around), so a missing bounds guard raises IndexError instead of being miscounted.
+    """
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.shape = array.shape
+        self.ndim = array.ndim
+        self.size = array.size
+        self.dtype = array.dtype
+        self.reads = 0
+        self.writes = 0
+        self._lock = threading.Lock()  # simulated CUDA threads are Python threads
+
+    def _check(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if len(idx) != self.ndim or any(not (0 <= int(i) < n) for i, n in zip(idx, self.shape)):
+            raise IndexError(f"index {tuple(int(i) for i in idx)} out of range for shape {self.shape}")
+        return idx
+
+    def __getitem__(self, idx):
+        idx = self._check(idx)
+        with self._lock:
+            self.reads += 1
+        return self.array[idx]
+
+    def __setitem__(self, idx, value):
+        idx = self._check(idx)
+        with self._lock:
+            self.writes += 1
+        self.array[idx] = value
+
+
+def _simulated(kernel):
+    """The kernel itself on the simulator; on a GPU, the simulator's version of its Python source."""
+    import scaledl.device
+
+    if scaledl.device.backend() == "simulator":
+        return kernel
+    try:  # the simulator's kernel class can run a kernel's Python function even when the GPU is active
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        return FakeCUDAKernel(kernel.py_func, device=False, fastmath=False)
+    except Exception as err:  # pragma: no cover - depends on the installed numba-cuda
+        raise RuntimeError(f"counting accesses needs Numba's CUDA simulator, which could not be used here "
+                           f"({type(err).__name__}: {err}); run with SCALEDL_BACKEND=simulator") from err
+
+
+MAX_COUNTED_THREADS = 2_000_000  # one Python call per access: keep a counted run to seconds
+
+
+def count_gemm_traffic(M: int, N: int, K: int, variant: str, *, seed: int = 0, **tiling) -> GemmTraffic:
+    """Run ``variant`` on the simulator with counting arrays and return the accesses it actually made.
+
+    The product is also checked against NumPy, so a count from a wrong kernel is never returned.
+
+    Raises:
+        ValueError: as :func:`gemm_traffic`, or a problem too large to count (``M N K`` over 2e6).
+        RuntimeError: the kernel's result is wrong.
+    """
+    _check_dims(M, N, K)
+    config = resolve_tiling(variant, tiling)
+    M, N, K = int(M), int(N), int(K)
+    if M * N * max(K, 1) > MAX_COUNTED_THREADS:
+        raise ValueError(f"M*N*K = {M * N * K} is too large to count on the simulator; keep it under "
+                         f"{MAX_COUNTED_THREADS} (e.g. 32 x 32 x 32)")
+    rng = np.random.default_rng(seed)
+    A = CountingArray(rng.standard_normal((M, K)).astype(np.float32))
+    B = CountingArray(rng.standard_normal((K, N)).astype(np.float32))
+    C = CountingArray(np.full((M, N), np.nan, np.float32))  # poisoned: an unwritten element stays NaN
+    if M and N:
+        grid, block = launch_config(M, N, variant, config)
+        _simulated(kernel_for(variant, config))[grid, block](A, B, C)
+    expected = A.array.astype(np.float64) @ B.array.astype(np.float64)
+    # float32 accumulation over K terms: error bound ~ K * eps32 * sum|a||b|
+    bound = (K + 1) * np.finfo(np.float32).eps * (np.abs(A.array) @ np.abs(B.array)) + 1e-30
+    if not np.all(np.abs(C.array - expected) <= bound):
+        raise RuntimeError(f"the {variant} kernel computed a wrong product at {M}x{K} @ {K}x{N}")
+    return GemmTraffic(M, N, K, variant, A.reads, B.reads, C.writes)
+
+
+__all__ = ["GemmTraffic", "gemm_traffic", "count_gemm_traffic", "CountingArray", "VARIANTS"]

@@ -1,0 +1,65 @@
+"""GEMM kernels against a float64 NumPy reference at odd sizes, and their traffic model against counted runs."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from scaledl.kernels import count_gemm_traffic, gemm, gemm_traffic
+from scaledl.kernels.gemm import VARIANTS, gemm_reference
+
+pytestmark = pytest.mark.sim
+
+EPS32 = np.finfo(np.float32).eps
+
+
+def _bound(A, B):
+    # float32 accumulation of K products: |error| <= ~K eps |A||B| (plus each product's own rounding)
+    K = A.shape[1]
+    return (K + 2) * EPS32 * (np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64)))
+
+
+def _check(variant, M, K, N, seed=0, **tiling):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    out = np.full((M, N), np.nan, np.float32)  # poisoned: an element the kernel skips stays NaN
+    C = gemm(A, B, variant=variant, out=out, **tiling)
+    assert C is out
+    err = np.abs(C - gemm_reference(A, B))
+    assert np.all(err <= _bound(A, B)), f"max error {np.nanmax(err)} at {np.unravel_index(np.nanargmax(err), err.shape)}"
+
+
+# sizes that are not multiples of any tile (8, 16) and degenerate ones
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("M,K,N", [(19, 13, 11), (1, 1, 1), (3, 17, 2), (9, 0, 5)])
+def test_variant_matches_reference(variant, M, K, N):
+    _check(variant, M, K, N)
+
+
+def test_regblock_rectangular_thread_tile_and_k_tail():
+    # block_k=3 leaves a ragged k-step; thread_m != thread_n catches swapped strides
+    _check("regblock", 21, 10, 23, block_m=8, block_n=16, block_k=3, thread_m=2, thread_n=4)
+
+
+def test_tiled_other_tile():
+    _check("tiled", 10, 7, 9, tile=4)
+
+
+def test_naive_larger_odd():
+    _check("naive", 37, 29, 41, seed=1)
+
+
+@pytest.mark.parametrize("variant,tiling", [("naive", {}), ("tiled", {"tile": 4}), ("tiled", {}),
+                                            ("regblock", {}),
+                                            ("regblock", dict(block_m=8, block_n=4, block_k=5, thread_m=4,
+                                                              thread_n=2))])
+def test_counted_traffic_equals_model(variant, tiling):
+    counted = count_gemm_traffic(13, 11, 9, variant, **tiling)
+    assert counted == gemm_traffic(13, 11, 9, variant, **tiling)
+
+
+@settings(max_examples=8, deadline=None)
+@given(M=st.integers(1, 12), N=st.integers(1, 12), K=st.integers(0, 12))
+def test_counted_regblock_traffic_any_shape(M, N, K):
+    kw = dict(block_m=4, block_n=8, block_k=3, thread_m=2, thread_n=2)
+    assert count_gemm_traffic(M, N, K, "regblock", **kw) == gemm_traffic(M, N, K, "regblock", **kw)

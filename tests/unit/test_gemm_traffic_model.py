@@ -1,0 +1,57 @@
+"""The GEMM traffic model's closed forms and its argument checking (no kernel launched)."""
+
+import pytest
+from hypothesis import given, strategies as st
+
+from scaledl.kernels import gemm, gemm_traffic
+import numpy as np
+
+
+def test_exact_table_64_cubed():
+    # hand computed: naive 2*64^3 loads; tile 16 -> each input read 64/16 = 4 times
+    assert gemm_traffic(64, 64, 64, "naive").loads == 2 * 64**3
+    t = gemm_traffic(64, 64, 64, "tiled", tile=16)
+    assert (t.loads_A, t.loads_B, t.stores) == (64 * 64 * 4, 64 * 64 * 4, 64 * 64)
+    assert t.flops == 2 * 64**3
+    assert t.bytes == 4 * (2 * 64 * 64 * 4 + 64 * 64)
+    r = gemm_traffic(64, 64, 64, "regblock", block_m=32, block_n=16, block_k=8, thread_m=4, thread_n=4)
+    assert (r.loads_A, r.loads_B) == (64 * 64 * 4, 64 * 64 * 2)
+
+
+def test_ragged_edges_round_up():
+    t = gemm_traffic(17, 33, 5, "tiled", tile=16)  # 2 block rows, 3 block columns
+    assert (t.loads_A, t.loads_B) == (17 * 5 * 3, 5 * 33 * 2)
+
+
+@given(M=st.integers(1, 300), N=st.integers(1, 300), K=st.integers(1, 300), tile=st.integers(1, 32))
+def test_tiling_never_loads_more_than_naive_nor_less_than_compulsory(M, N, K, tile):
+    naive = gemm_traffic(M, N, K, "naive")
+    tiled = gemm_traffic(M, N, K, "tiled", tile=tile)
+    assert tiled.bytes <= naive.bytes
+    assert tiled.bytes >= tiled.compulsory_bytes
+    assert tiled.arithmetic_intensity_flop_per_byte >= naive.arithmetic_intensity_flop_per_byte
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(ValueError, match="variant='fast'"):
+        gemm_traffic(4, 4, 4, "fast")
+    with pytest.raises(ValueError, match="M must be a non-negative int, got -1"):
+        gemm_traffic(-1, 4, 4, "naive")
+    with pytest.raises(TypeError, match="takes no tiling"):
+        gemm_traffic(4, 4, 4, "naive", tile=4)
+    with pytest.raises(TypeError, match="tiling parameters"):
+        gemm_traffic(4, 4, 4, "tiled", block_m=4)
+    with pytest.raises(ValueError, match="multiples of"):
+        gemm_traffic(4, 4, 4, "regblock", block_m=6, thread_m=4)
+
+
+def test_gemm_argument_errors():
+    A = np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError, match="inner dimensions differ: A is 3x4 but B is 5x2"):
+        gemm(A, np.ones((5, 2), np.float32))
+    with pytest.raises(TypeError, match="B must be float32, got dtype float64"):
+        gemm(A, np.ones((4, 2)))
+    with pytest.raises(ValueError, match="A must be a 2-D array"):
+        gemm(np.ones(3, np.float32), np.ones((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"out must have shape \(3, 2\)"):
+        gemm(A, np.ones((4, 2), np.float32), out=np.empty((2, 3), np.float32))
