@@ -1,0 +1,225 @@
+"""Tensor Core arithmetic emulated in NumPy: FP16 inputs, exact products, FP32 accumulation.
+
+Volta's HMMA instruction computes ``D = A @ B + C`` on 4x4 tiles: A and B in FP16, C and D in FP32. This
+module emulates that arithmetic bit for bit *under a stated model*:
+
+1. inputs are rounded to FP16 (round to nearest even, as ``np.float16`` does);
+2. each product ``a * b`` of two FP16 numbers is exact in FP32 (11-bit x 11-bit significands need 22 bits,
+   FP32 has 24; exponents from 2^-48 to 2^32 sit well inside FP32's range), so products are formed in FP32
+   without any rounding;
+3. the four products of a dot are added to the accumulator *one at a time, in order k = 0, 1, 2, 3*, each
+   addition rounded to nearest FP32.
+
+The real hardware does step 3 differently: measurements (Fasi, Higham, Mikaitis, Pranesh, "Numerical
+behavior of NVIDIA tensor cores", PeerJ Computer Science, 2021) show the V100 adds the four products and C
+in one multi-operand adder, aligned to the largest exponent and truncated, not rounded. The model here is
+the textbook one; it has the same error *order* (unit roundoff of FP32 per accumulation step) without
+claiming the hardware's exact bits.
+
+Three GEMMs are compared in :func:`accumulation_errors`: FP32 in / FP32 accumulate, HMMA style (FP16 in /
+FP32 accumulate) and pure FP16 (FP16 in, every fused multiply-add rounded to FP16).
+
+>>> import numpy as np
+>>> ones = np.ones((1, 4096), np.float32)
+>>> float(hmma_gemm(ones, ones.T)[0, 0]), float(fp16_gemm(ones, ones.T)[0, 0])
+(4096.0, 2048.0)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+MMA_TILE = 4  # HMMA works on 4x4 tiles of A, B and C (Volta; seed 000)
+FP16_EPS = float(np.finfo(np.float16).eps)  # 2^-10
+FP32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
+TF32_MANTISSA_BITS = 10  # TensorFloat-32: FP32's 8 exponent bits, FP16's 10 mantissa bits (NVIDIA A100)
+
+
+def _matrix(name: str, x, ndim: int = 2) -> np.ndarray:
+    a = np.asarray(x)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {a.shape}")
+    if not np.issubdtype(a.dtype, np.floating) and not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must hold numbers, got dtype {a.dtype}")
+    return a
+
+
+def _check_gemm(A, B):
+    A, B = _matrix("A", A), _matrix("B", B)
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"A is {A.shape} and B is {B.shape}: A's columns ({A.shape[1]}) must equal B's rows "
+                         f"({B.shape[0]})")
+    return A, B
+
+
+def to_fp16(x) -> np.ndarray:
+    """Round to FP16 (nearest even); values beyond 65504 become inf, as a hardware conversion does."""
+    with np.errstate(over="ignore"):
+        return np.asarray(x, dtype=np.float64).astype(np.float16)
+
+
+def round_to_tf32(x) -> np.ndarray:
+    """Round FP32 values to TF32 (10 mantissa bits, nearest even), returned as float32.
+
+    Adds half an ulp of TF32 (plus the tie-breaking bit) to the FP32 bit pattern and clears the 13 low bits.
+
+    >>> float(round_to_tf32(np.float32(1 + 2**-11)))   # a tie: rounds to the even neighbour 1.0
+    1.0
+    >>> float(round_to_tf32(np.float32(1 + 3 * 2**-11)))
+    1.001953125
+    """
+    x = np.asarray(x, dtype=np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    drop = 23 - TF32_MANTISSA_BITS
+    finite = np.isfinite(x)
+    lsb = (bits >> drop) & 1
+    rounded = ((bits + (1 << (drop - 1)) - 1 + lsb) >> drop) << drop
+    out = np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
+    return out.reshape(x.shape)
+
+
+def hmma_4x4x4(A, B, C) -> np.ndarray:
+    """One HMMA: ``D = A @ B + C`` for 4x4 tiles (A, B rounded to FP16, C and D FP32).
+
+    Follows the module's stated model: exact FP32 products, added to ``C[i, j]`` in order k = 0..3 with
+    FP32 rounding after each addition.
+
+    Raises:
+        ValueError: a tile is not 4x4.
+    """
+    for name, t in (("A", A), ("B", B), ("C", C)):
+        if np.shape(t) != (MMA_TILE, MMA_TILE):
+            raise ValueError(f"{name} must be a {MMA_TILE}x{MMA_TILE} tile, got shape {np.shape(t)}")
+    return _mma_accumulate(to_fp16(A).astype(np.float32), to_fp16(B).astype(np.float32),
+                           np.asarray(C, dtype=np.float32).copy())
+
+
+def _mma_accumulate(a32: np.ndarray, b32: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    # a32 (M x K) and b32 (K x N) hold FP16 values widened to FP32; acc (M x N) is FP32 and is updated.
+    for k in range(a32.shape[1]):
+        acc += np.multiply.outer(a32[:, k], b32[k, :])  # exact products; one FP32 rounding per add
+    return acc
+
+
+def hmma_gemm(A, B, C=None) -> np.ndarray:
+    """``A @ B (+ C)`` as a sequence of HMMAs: FP16 inputs, FP32 accumulation along K in order.
+
+    Tiling into 4x4x4 steps does not change the result in this model (each output still receives its K
+    products one at a time, in order), so the loop runs over K directly; :func:`hmma_4x4x4` is the
+    single-instruction version and the tests check the two agree.
+    """
+    A, B = _check_gemm(A, B)
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float32) if C is None else np.array(C, np.float32)
+    if acc.shape != (A.shape[0], B.shape[1]):
+        raise ValueError(f"C has shape {acc.shape}; expected {(A.shape[0], B.shape[1])}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _mma_accumulate(to_fp16(A).astype(np.float32), to_fp16(B).astype(np.float32), acc)
+
+
+def fp32_gemm(A, B) -> np.ndarray:
+    """FP32 inputs, FP32 accumulation in the same order as :func:`hmma_gemm` (a CUDA-core SGEMM).
+
+    Unlike a fused multiply-add, each product is rounded to FP32 before it is added.
+    """
+    A, B = _check_gemm(A, B)
+    a, b = A.astype(np.float32), B.astype(np.float32)
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
+    for k in range(a.shape[1]):
+        acc += np.multiply.outer(a[:, k], b[k, :])
+    return acc
+
+
+def tf32_gemm(A, B) -> np.ndarray:
+    """TF32 tensor-core GEMM model: inputs rounded to TF32, exact products, FP32 accumulation in order."""
+    A, B = _check_gemm(A, B)
+    a, b = round_to_tf32(A).astype(np.float64), round_to_tf32(B).astype(np.float64)
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
+    for k in range(a.shape[1]):
+        # 11-bit x 11-bit products are exact in float64 (and in FP32 when in range); round once when adding
+        acc = (acc.astype(np.float64) + np.multiply.outer(a[:, k], b[k, :])).astype(np.float32)
+    return acc
+
+
+def fp16_gemm(A, B) -> np.ndarray:
+    """Pure FP16: inputs in FP16 and each step ``acc = fp16(acc + a * b)`` (a fused multiply-add, HFMA).
+
+    The sum is formed in float64 and rounded once to FP16. float64 holds it exactly unless the two terms
+    are more than about 2^31 apart in magnitude; then the small one is far below FP16's half-ulp of the
+    large one and the FP16 result is the same, except in the corner case of a product lying exactly on an
+    FP16 rounding tie (random data does not produce it).
+    """
+    A, B = _check_gemm(A, B)
+    a, b = to_fp16(A).astype(np.float64), to_fp16(B).astype(np.float64)
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float16)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(a.shape[1]):
+            acc = (acc.astype(np.float64) + np.multiply.outer(a[:, k], b[k, :])).astype(np.float16)
+    return acc
+
+
+GEMMS = {
+    "FP32 in, FP32 acc": fp32_gemm,
+    "TF32 in, FP32 acc": tf32_gemm,
+    "FP16 in, FP32 acc (HMMA)": hmma_gemm,
+    "FP16 in, FP16 acc (HFMA)": fp16_gemm,
+}
+
+
+def relative_error(approx, exact) -> float:
+    """max |approx - exact| / max |exact| (a norm-wise error that ignores single near-zero entries)."""
+    approx, exact = np.asarray(approx, np.float64), np.asarray(exact, np.float64)
+    scale = np.max(np.abs(exact))
+    if scale == 0:
+        raise ValueError("exact is all zeros; a relative error is undefined")
+    return float(np.max(np.abs(approx - exact)) / scale)
+
+
+def accumulation_errors(Ks, *, M: int = 16, N: int = 16, seed: int = 0, distribution: str = "uniform"):
+    """Relative error of each GEMM in :data:`GEMMS` against a float64 reference, for each K in ``Ks``.
+
+    Data: ``uniform`` draws from [0, 1) (all products positive, so errors add up: the worst case for
+    accumulation); ``normal`` draws zero-mean values, whose partial sums stay small.
+
+    Returns:
+        dict mapping each GEMM's name to a list of errors (one per K), plus ``"FP16 rounding of inputs only"``:
+        the float64 product of the FP16-rounded inputs, i.e. the error no accumulator can remove.
+    """
+    Ks = [int(k) for k in Ks]
+    if not Ks or min(Ks) < 1:
+        raise ValueError(f"Ks must be positive integers, got {Ks!r}")
+    rng = np.random.default_rng(seed)
+    draw = {"uniform": lambda s: rng.random(s), "normal": lambda s: rng.standard_normal(s)}
+    if distribution not in draw:
+        raise ValueError(f"distribution={distribution!r}; expected one of {sorted(draw)}")
+    out = {name: [] for name in GEMMS}
+    out["FP16 rounding of inputs only"] = []
+    for K in Ks:
+        A, B = draw[distribution]((M, K)), draw[distribution]((K, N))
+        A, B = A.astype(np.float32), B.astype(np.float32)
+        exact = A.astype(np.float64) @ B.astype(np.float64)
+        for name, gemm in GEMMS.items():
+            out[name].append(relative_error(gemm(A, B), exact))
+        rounded = to_fp16(A).astype(np.float64) @ to_fp16(B).astype(np.float64)
+        out["FP16 rounding of inputs only"].append(relative_error(rounded, exact))
+    return out
+
+
+def padded_efficiency(shape, tile) -> float:
+    """Useful multiply-adds over those a tiled engine performs when every dimension is padded to its tile.
+
+    ``shape`` and ``tile`` are (M, N, K) triples. A 4x4x4 MMA pads a 1000 x 1000 x 1000 GEMM by nothing
+    (1000 = 250 x 4); a 128 x 128 array with K = 1 tile depth pads 1000 to 1024 in two dimensions.
+
+    >>> round(padded_efficiency((1000, 1000, 1000), (128, 128, 1)), 4)
+    0.9537
+    """
+    if len(shape) != len(tile):
+        raise ValueError(f"shape {shape!r} and tile {tile!r} must have the same number of dimensions")
+    for name, t in (("shape", shape), ("tile", tile)):
+        if any(int(v) != v or v < 1 for v in t):
+            raise ValueError(f"{name} must hold positive integers, got {t!r}")
+    useful = math.prod(shape)
+    done = math.prod(math.ceil(s / t) * t for s, t in zip(shape, tile))
+    return useful / done
