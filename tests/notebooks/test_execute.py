@@ -1,0 +1,117 @@
+"""`scaledl book execute` in a throwaway book: a good notebook is replaced by its executed self, a failing
+one is left exactly as it was, and a lab's student copy with edits survives re-execution."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+@pytest.fixture
+def book(tmp_path):
+    (tmp_path / "book.toml").write_text(textwrap.dedent("""
+        [book]
+        title = "T"
+        authors = ["A"]
+        license = "L"
+        repository = "https://example.org/r"
+        [[parts]]
+        id = "I"
+        title = "P"
+        [[parts.chapters]]
+        id = "00"
+        file = "chapters/00_good.ipynb"
+        title = "Good"
+        status = "draft"
+        [[parts.chapters]]
+        id = "01"
+        file = "chapters/01_bad.ipynb"
+        title = "Bad"
+        status = "draft"
+        [[parts.labs]]
+        id = "lab01"
+        file = "labs/lab01_x.ipynb"
+        solution = "labs/solutions/lab01_x.ipynb"
+        title = "X"
+        status = "draft"
+        """))
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "labs" / "solutions").mkdir(parents=True)
+    good = new_notebook(metadata={"kernelspec": KERNELSPEC}, cells=[
+        new_markdown_cell("# Good"),
+        new_code_cell("import numpy as np\nrng = np.random.default_rng(0)\nprint(rng.integers(0, 100, 3))"),
+        new_code_cell("import os\nprint(os.environ['PYTHONHASHSEED'], os.environ['SCALEDL_BACKEND'])"),
+    ])
+    nbformat.write(good, tmp_path / "chapters/00_good.ipynb")
+    bad = new_notebook(metadata={"kernelspec": KERNELSPEC}, cells=[
+        new_code_cell("x = 1"), new_code_cell("1 / 0  # the failing cell"), new_code_cell("print('after')"),
+    ])
+    nbformat.write(bad, tmp_path / "chapters/01_bad.ipynb")
+    lab = new_notebook(metadata={"kernelspec": KERNELSPEC}, cells=[
+        new_code_cell("def f():\n    ### BEGIN SOLUTION Task 1.1\n    return 42\n    ### END SOLUTION\nprint(f())"),
+    ])
+    nbformat.write(lab, tmp_path / "labs/solutions/lab01_x.ipynb")
+    return tmp_path
+
+
+def scaledl(root, *args):
+    env = dict(os.environ, SCALEDL_BOOK_ROOT=str(root), SCALEDL_BACKEND="simulator")
+    return subprocess.run([sys.executable, "-m", "scaledl", "book", *args, "--quiet"], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+def test_execute_writes_outputs_deterministically(book):
+    r = scaledl(book, "execute", "00")
+    assert r.returncode == 0, r.stderr
+    nb = nbformat.read(book / "chapters/00_good.ipynb", as_version=4)
+    assert [c.execution_count for c in nb.cells if c.cell_type == "code"] == [1, 2]
+    first = nb.cells[1].outputs[0].text
+    assert nb.cells[2].outputs[0].text == "0 simulator\n"
+    assert "execution" not in nb.cells[1].metadata  # no wall-clock stamps in committed notebooks
+    assert scaledl(book, "execute", "00").returncode == 0
+    again = nbformat.read(book / "chapters/00_good.ipynb", as_version=4)
+    assert again.cells[1].outputs[0].text == first
+
+
+def test_failing_notebook_is_not_overwritten(book):
+    path = book / "chapters/01_bad.ipynb"
+    before = path.read_bytes()
+    r = scaledl(book, "execute", "01")
+    assert r.returncode == 1
+    assert "chapters/01_bad.ipynb was NOT changed: a cell failed" in r.stderr
+    assert "1 / 0  # the failing cell" in r.stderr and "ZeroDivisionError" in r.stderr
+    assert path.read_bytes() == before
+
+
+def test_lab_execution_makes_the_student_version_and_keeps_student_edits(book):
+    assert scaledl(book, "execute", "lab01").returncode == 0
+    student = book / "labs/lab01_x.ipynb"
+    nb = nbformat.read(student, as_version=4)
+    assert "raise NotImplementedError('Task 1.1')" in nb.cells[0].source
+    assert nb.cells[0].outputs == []
+    # The student answers, then the instructor re-executes the solution: the answer must survive.
+    nb.cells[0].source = nb.cells[0].source.replace("raise NotImplementedError('Task 1.1')", "return 6 * 7")
+    nbformat.write(nb, student)
+    edited = student.read_bytes()
+    r = scaledl(book, "execute", "lab01")
+    assert r.returncode == 0
+    assert "has edits of its own, so it was kept" in r.stdout
+    assert student.read_bytes() == edited
+
+
+def test_static_html_copy(book, tmp_path):
+    assert scaledl(book, "execute", "00").returncode == 0
+    out = tmp_path / "html"
+    env = dict(os.environ, SCALEDL_BOOK_ROOT=str(book), SCALEDL_BACKEND="simulator")
+    r = subprocess.run([sys.executable, "-m", "scaledl", "book", "html", "--out", str(out)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    index = (out / "index.html").read_text()
+    assert '<a href="00_good.html">00 Good</a>' in index
+    assert "0 simulator" in (out / "00_good.html").read_text()
