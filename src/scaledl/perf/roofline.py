@@ -1,0 +1,241 @@
+"""The roofline model: how fast a kernel can run given how many FLOPs it does per byte it moves.
+
+A device has two ceilings: a peak arithmetic rate ``P`` (FLOP/s) and a memory bandwidth ``W`` (byte/s). A
+kernel with arithmetic intensity ``I`` (FLOPs per byte of DRAM traffic) cannot run faster than either
+ceiling allows, so its attainable rate is ``min(P, W I)`` (Williams, Waterman, Patterson, "Roofline: an
+insightful visual performance model for multicore architectures", CACM 2009). The two meet at the *ridge
+point* ``I* = P / W``: below it the kernel is memory bound, above it compute bound.
+
+>>> from scaledl.perf import hardware
+>>> v100 = roofline_of(hardware.get("V100"), "fp32")
+>>> round(v100.ridge_point_FLOP_per_byte, 2), v100.attainable_TFLOPS(1.0), v100.bound(1.0)
+(17.44, 0.9, 'memory')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# Bytes one element occupies in memory. TF32 is an arithmetic mode: its operands are stored as FP32.
+BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+
+
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _intensities(intensity) -> np.ndarray:
+    I = np.asarray(intensity, dtype=float)
+    if np.any(~(I > 0)):
+        raise ValueError(f"intensity must be positive (FLOP per byte), got {intensity!r}")
+    return I
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Two ceilings of one device at one precision.
+
+    Args:
+        name: what to call it in plots ("V100 SXM2 fp32", "this GPU, measured").
+        peak_TFLOPS: the arithmetic ceiling, TFLOP/s (TOPS for integer precisions).
+        bandwidth_GBps: the memory ceiling, GB/s (10^9 bytes per second).
+        source: where the ceilings come from ("datasheet", "measured", ...).
+    """
+
+    name: str
+    peak_TFLOPS: float
+    bandwidth_GBps: float
+    source: str = "datasheet"
+
+    def __post_init__(self):
+        _positive("peak_TFLOPS", self.peak_TFLOPS)
+        _positive("bandwidth_GBps", self.bandwidth_GBps)
+
+    @property
+    def ridge_point_FLOP_per_byte(self) -> float:
+        """The intensity at which the two ceilings meet: peak / bandwidth."""
+        return self.peak_TFLOPS * 1e12 / (self.bandwidth_GBps * 1e9)
+
+    def attainable_TFLOPS(self, intensity):
+        """``min(peak, bandwidth x intensity)`` in TFLOP/s; ``intensity`` in FLOP/byte (scalar or array)."""
+        I = _intensities(intensity)
+        out = np.minimum(self.peak_TFLOPS, self.bandwidth_GBps * 1e9 * I / 1e12)
+        return float(out) if out.ndim == 0 else out
+
+    def bound(self, intensity: float) -> str:
+        """``"memory"`` below the ridge point, ``"compute"`` at or above it."""
+        return "memory" if _intensities(intensity) < self.ridge_point_FLOP_per_byte else "compute"
+
+    def time_s(self, flops: float, bytes_moved: float) -> float:
+        """Lower bound on the run time: the larger of compute time and memory time."""
+        f, b = _positive("flops", flops), _positive("bytes_moved", bytes_moved)
+        return max(f / (self.peak_TFLOPS * 1e12), b / (self.bandwidth_GBps * 1e9))
+
+
+def roofline_of(device, precision: str = "fp32", *, sparse: bool = False) -> Roofline:
+    """The datasheet roofline of a device of :mod:`scaledl.perf.hardware` (a Device or its name)."""
+    from scaledl.perf import hardware
+
+    d = hardware.get(device)
+    peak = d.peak_TFLOPS(precision, sparse=sparse)
+    label = f"{d.name} {precision}{' sparse' if sparse else ''}"
+    return Roofline(label, peak, d.memory_bandwidth_GBps, source=d.citation)
+
+
+def measured_roofline(name: str, peak_TFLOPS: float, bandwidth_GBps: float) -> Roofline:
+    """A roofline from ceilings you measured (an FMA-throughput kernel, a streaming-bandwidth kernel)."""
+    return Roofline(name, peak_TFLOPS, bandwidth_GBps, source="measured")
+
+
+@dataclass(frozen=True)
+class Point:
+    """A kernel placed on a roofline: its intensity and, when measured, the rate it reached."""
+
+    label: str
+    intensity_FLOP_per_byte: float
+    achieved_TFLOPS: float | None = None  # None: drawn on the roof (what it could reach at best)
+
+    def __post_init__(self):
+        _positive("intensity_FLOP_per_byte", self.intensity_FLOP_per_byte)
+        if self.achieved_TFLOPS is not None:
+            _positive("achieved_TFLOPS", self.achieved_TFLOPS)
+
+
+def plot_roofline(rooflines, points=(), *, ax=None, title: str | None = None,
+                  intensity_range=(1 / 16, 4096)):
+    """Draw one or more rooflines on log-log axes, with named points; returns the Figure.
+
+    Each point is drawn at its achieved rate when it has one, otherwise on the first roofline's roof.
+    """
+    import matplotlib.pyplot as plt
+
+    if isinstance(rooflines, Roofline):
+        rooflines = [rooflines]
+    rooflines = list(rooflines)
+    if not rooflines:
+        raise ValueError("rooflines must hold at least one Roofline")
+    lo, hi = intensity_range
+    if not (0 < lo < hi):
+        raise ValueError(f"intensity_range must be (low, high) with 0 < low < high, got {intensity_range!r}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    else:
+        fig = ax.figure
+    I = np.logspace(math.log10(lo), math.log10(hi), 400)
+    for r in rooflines:
+        line, = ax.loglog(I, r.attainable_TFLOPS(I), lw=2,
+                          label=f"{r.name}: {r.peak_TFLOPS:g} TFLOP/s, {r.bandwidth_GBps:g} GB/s")
+        ridge = r.ridge_point_FLOP_per_byte
+        if lo <= ridge <= hi:
+            ax.axvline(ridge, color=line.get_color(), ls=":", lw=1)
+    first = rooflines[0]
+    for p in points:
+        y = p.achieved_TFLOPS if p.achieved_TFLOPS is not None else first.attainable_TFLOPS(
+            p.intensity_FLOP_per_byte)
+        marker = "o" if p.achieved_TFLOPS is not None else "D"
+        ax.scatter([p.intensity_FLOP_per_byte], [y], marker=marker, zorder=3, s=40)
+        ax.annotate(p.label, (p.intensity_FLOP_per_byte, y), textcoords="offset points", xytext=(6, -12),
+                    fontsize=9)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
+    ax.set_ylabel("attainable rate (TFLOP/s)")
+    ax.set_xlim(lo, hi)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------------------------- layers as GEMMs
+@dataclass(frozen=True)
+class LayerGemm:
+    """A fully connected layer ``Y = W X`` on a minibatch, as the GEMM it is.
+
+    ``W`` is ``n_out x n_in`` and ``X`` holds ``batch`` columns, so the GEMM is M = n_out, N = batch,
+    K = n_in. Traffic is the least any kernel can move: each of W, X and Y crosses DRAM once.
+    """
+
+    n_in: int
+    n_out: int
+    batch: int
+    bytes_per_element: int
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.n_out * self.n_in * self.batch  # one multiply and one add per weight per sample
+
+    @property
+    def bytes_moved(self) -> int:
+        elements = self.n_out * self.n_in + self.n_in * self.batch + self.n_out * self.batch
+        return elements * self.bytes_per_element
+
+    @property
+    def intensity_FLOP_per_byte(self) -> float:
+        return self.flops / self.bytes_moved
+
+
+def dense_layer(n_in: int, n_out: int, batch: int = 1, precision: str = "fp32") -> LayerGemm:
+    """The GEMM of a dense layer (``batch = 1`` is a matrix-vector product, GEMV).
+
+    >>> round(dense_layer(4096, 4096, 1, "fp16").intensity_FLOP_per_byte, 4)   # GEMV: n / (n + 2) FLOP/byte in fp16
+    0.9995
+    >>> round(dense_layer(4096, 4096, 512, "fp16").intensity_FLOP_per_byte, 1)
+    409.6
+    """
+    for name, v in (("n_in", n_in), ("n_out", n_out), ("batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if precision not in BYTES_PER_ELEMENT:
+        raise ValueError(f"precision={precision!r}; expected one of {sorted(BYTES_PER_ELEMENT)}")
+    return LayerGemm(int(n_in), int(n_out), int(batch), BYTES_PER_ELEMENT[precision])
+
+
+def batch_for_intensity(n: int, target_FLOP_per_byte: float, bytes_per_element: int) -> float:
+    """Smallest batch at which a square ``n x n`` layer reaches ``target`` intensity (inf if it never does).
+
+    From 2 n^2 b / ((n^2 + 2 n b) e) = I: b = I e n / (2 n - 2 I e); impossible when I >= n / e.
+    """
+    I, e = _positive("target_FLOP_per_byte", target_FLOP_per_byte), _positive("bytes_per_element",
+                                                                               bytes_per_element)
+    if I * e >= n:
+        return math.inf
+    return I * e * n / (2 * n - 2 * I * e)
+
+
+def layer_view(layer_size: int = 1024, batch: int = 64, precision: str = "fp16",
+               device: str = "V100 SXM2"):
+    """Widget view: where a square dense layer at this batch sits on ``device``'s roofline.
+
+    Draws the roofline, the layer at batch 1 (GEMV) and at ``batch``, and says in the title whether it is
+    memory or compute bound and what fraction of peak the roofline allows.
+    """
+    r = roofline_of(device, precision)
+    gemv = dense_layer(layer_size, layer_size, 1, precision)
+    gemm = dense_layer(layer_size, layer_size, batch, precision)
+    frac = r.attainable_TFLOPS(gemm.intensity_FLOP_per_byte) / r.peak_TFLOPS
+    points = [Point(f"batch 1: {gemv.intensity_FLOP_per_byte:.2f} FLOP/B", gemv.intensity_FLOP_per_byte),
+              Point(f"batch {batch}: {gemm.intensity_FLOP_per_byte:.1f} FLOP/B", gemm.intensity_FLOP_per_byte)]
+    title = (f"{layer_size}x{layer_size} layer, batch {batch}, {precision} on {r.name.rsplit(' ', 1)[0]}: "
+             f"{r.bound(gemm.intensity_FLOP_per_byte)} bound, at most {100 * frac:.0f} % of peak")
+    return plot_roofline(r, points, title=title, intensity_range=(1 / 8, 8192))
+
+
+def current_gpu_roofline(measure_bandwidth_GBps, measure_peak_TFLOPS, name: str = "this GPU, measured"):
+    """The roofline of the GPU in use, from two measuring functions; None on the simulator.
+
+    ``measure_bandwidth_GBps()`` and ``measure_peak_TFLOPS()`` time a streaming kernel and an FMA kernel
+    (lab 01 has you write both). On the simulator timings say nothing about hardware, so nothing is measured.
+    """
+    from scaledl import device
+
+    if not device.on_gpu():
+        return None
+    return measured_roofline(name, measure_peak_TFLOPS(), measure_bandwidth_GBps())

@@ -1,0 +1,117 @@
+"""The roofline: min(peak, bandwidth x intensity), ridge points, layers as GEMMs, the plot and the view."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from scaledl.perf import hardware  # noqa: E402
+from scaledl.perf import roofline as R  # noqa: E402
+
+
+def test_attainable_is_min_of_the_two_ceilings():
+    r = R.Roofline("toy", peak_TFLOPS=10.0, bandwidth_GBps=1000.0)
+    assert r.ridge_point_FLOP_per_byte == 10.0
+    assert r.attainable_TFLOPS(1.0) == 1.0  # 1000 GB/s x 1 FLOP/B = 1 TFLOP/s
+    assert r.attainable_TFLOPS(10.0) == 10.0
+    assert r.attainable_TFLOPS(1000.0) == 10.0
+    assert np.array_equal(r.attainable_TFLOPS(np.array([0.5, 20.0])), [0.5, 10.0])
+    assert r.bound(9.99) == "memory" and r.bound(10.0) == "compute"
+
+
+@given(st.floats(1e-3, 1e5), st.floats(1e-2, 1e4), st.floats(1.0, 1e5))
+def test_attainable_is_monotone_and_capped(I, peak, bw):
+    r = R.Roofline("h", peak, bw)
+    a, b = r.attainable_TFLOPS(I), r.attainable_TFLOPS(2 * I)
+    assert a <= b <= peak * (1 + 1e-12)
+
+
+def test_time_is_the_larger_of_compute_and_memory_time():
+    r = R.Roofline("toy", 10.0, 1000.0)
+    assert r.time_s(1e13, 1e9) == pytest.approx(1.0)  # compute: 1e13 / 1e13
+    assert r.time_s(1e9, 1e12) == pytest.approx(1.0)  # memory: 1e12 B / 1e12 B/s
+
+
+def test_roofline_of_table_devices_matches_the_table():
+    for d in hardware.devices():
+        for p in d.precisions:
+            r = R.roofline_of(d, p)
+            assert r.ridge_point_FLOP_per_byte == pytest.approx(d.ridge_point_FLOP_per_byte(p))
+    h100 = R.roofline_of("H100 SXM", "fp16")
+    assert h100.peak_TFLOPS == 989.5 and h100.bandwidth_GBps == 3350
+    assert R.roofline_of("H100 SXM", "fp16", sparse=True).peak_TFLOPS == 1979.0
+
+
+def test_dense_layer_counts():
+    L = R.dense_layer(3, 5, 7, "fp32")
+    assert L.flops == 2 * 3 * 5 * 7
+    assert L.bytes_moved == (15 + 21 + 35) * 4
+    # GEMV in fp32: 2 n^2 / (4 (n^2 + 2 n)) -> 1/2 FLOP per byte as n grows
+    assert R.dense_layer(10_000, 10_000, 1).intensity_FLOP_per_byte == pytest.approx(0.5, rel=1e-3)
+    # very large batch on a square layer: intensity -> n / bytes_per_element
+    assert R.dense_layer(1024, 1024, 10**9, "fp16").intensity_FLOP_per_byte == pytest.approx(512, rel=1e-5)
+
+
+@given(st.integers(1, 4096), st.integers(1, 4096))
+def test_intensity_grows_with_batch(n, b):
+    assert R.dense_layer(n, n, b + 1).intensity_FLOP_per_byte > R.dense_layer(n, n, b).intensity_FLOP_per_byte
+
+
+def test_batch_for_intensity_inverts_the_intensity():
+    b = R.batch_for_intensity(4096, 100.0, 2)
+    assert R.LayerGemm(4096, 4096, math.ceil(b), 2).intensity_FLOP_per_byte >= 100
+    assert R.LayerGemm(4096, 4096, math.floor(b), 2).intensity_FLOP_per_byte < 100
+    assert R.batch_for_intensity(256, 200.0, 2) == math.inf  # a 256-wide fp16 layer tops out at 128 FLOP/B
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="peak_TFLOPS must be a positive finite number, got 0"):
+        R.Roofline("x", 0, 100)
+    with pytest.raises(TypeError, match="bandwidth_GBps must be a number, got '1'"):
+        R.Roofline("x", 1, "1")
+    with pytest.raises(ValueError, match="intensity must be positive"):
+        R.Roofline("x", 1, 1).attainable_TFLOPS(-1)
+    with pytest.raises(ValueError, match="batch must be a positive integer, got 0"):
+        R.dense_layer(4, 4, 0)
+    with pytest.raises(ValueError, match="precision='fp4'"):
+        R.dense_layer(4, 4, 1, "fp4")
+    with pytest.raises(ValueError, match="has no published fp16 rate"):
+        R.roofline_of("K40", "fp16")
+    with pytest.raises(ValueError, match="rooflines must hold at least one"):
+        R.plot_roofline([])
+
+
+def test_plot_has_roof_and_named_points():
+    r = R.Roofline("toy", 10.0, 1000.0)
+    fig = R.plot_roofline(r, [R.Point("gemv", 0.5), R.Point("measured", 100.0, 4.0)], title="t")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["gemv", "measured"]
+    x, y = ax.lines[0].get_data()
+    assert np.allclose(y, np.minimum(10.0, x))
+    assert ax.get_xscale() == "log" and "FLOP / byte" in ax.get_xlabel()
+    plt.close(fig)
+
+
+def test_layer_view_states_the_bound():
+    fig = R.layer_view(layer_size=1024, batch=1, precision="fp16", device="V100 SXM2")
+    assert "memory bound, at most 1 % of peak" in fig.axes[0].get_title()
+    plt.close(fig)
+    fig = R.layer_view(layer_size=4096, batch=1024, precision="fp16", device="V100 SXM2")
+    assert "compute bound, at most 100 % of peak" in fig.axes[0].get_title()
+    plt.close(fig)
+
+
+def test_current_gpu_roofline_measures_nothing_on_the_simulator():
+    from scaledl import device
+
+    if device.on_gpu():
+        pytest.skip("a GPU is present")
+    called = []
+    assert R.current_gpu_roofline(lambda: called.append(1), lambda: called.append(2)) is None
+    assert called == []
