@@ -6,6 +6,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
+# Jupyter refuses to run as root unless told; containers and Colab-like machines often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: help lab test test-unit test-notebooks check book doctor bench clean-venv
 
@@ -24,7 +26,7 @@ $(STAMP): pyproject.toml
 
 lab: $(STAMP)
 	@echo "Starting JupyterLab on the book. Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
-	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+	$(VENV)/bin/jupyter lab --no-browser $(ALLOW_ROOT) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/chapters/00_getting_started.ipynb
 
 doctor: $(STAMP)
