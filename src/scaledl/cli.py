@@ -5,6 +5,7 @@
     scaledl book execute [NAME...]  re-execute notebooks in place (all validated ones without NAME)
     scaledl book list [--validated] the notebooks of the book, one path a line
     scaledl book html [--out DIR]   a static HTML copy of the book
+    scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
 """
 
@@ -107,6 +108,12 @@ def _book_command(args) -> int:
         written = build(book, Path(args.out))
         print(f"wrote {len(written)} files to {args.out}")
         return 0
+    if args.book_command == "set-repository":
+        from scaledl.book.repository import set_repository
+
+        changed = set_repository(book, args.url)
+        print("\n".join(changed) if changed else "nothing to change")
+        return 0
     raise AssertionError(args.book_command)
 
 
@@ -125,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--quiet", action="store_true", help="no progress bar")
     html = bsub.add_parser("html", help="a static HTML copy of the book")
     html.add_argument("--out", default="_build/html")
+    repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
+    repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
                                          "baseline measured in the same run")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")

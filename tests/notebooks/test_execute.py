@@ -62,7 +62,8 @@ def book(tmp_path):
 
 def scaledl(root, *args):
     env = dict(os.environ, SCALEDL_BOOK_ROOT=str(root), SCALEDL_BACKEND="simulator")
-    return subprocess.run([sys.executable, "-m", "scaledl", "book", *args, "--quiet"], capture_output=True,
+    quiet = ["--quiet"] if args[0] == "execute" else []
+    return subprocess.run([sys.executable, "-m", "scaledl", "book", *args, *quiet], capture_output=True,
                           text=True, env=env, timeout=600)
 
 
@@ -115,3 +116,20 @@ def test_static_html_copy(book, tmp_path):
     index = (out / "index.html").read_text()
     assert '<a href="00_good.html">00 Good</a>' in index
     assert "0 simulator" in (out / "00_good.html").read_text()
+
+
+def test_set_repository_rewrites_setup_cells_but_not_student_work(book):
+    setup = ('try:\n    import scaledl\nexcept ModuleNotFoundError:\n'
+             '    %pip install --quiet "scaledl @ git+https://github.com/YOUR-ORG/scaling-deep-learning"\n')
+    for rel in ("chapters/00_good.ipynb", "labs/solutions/lab01_x.ipynb"):
+        nb = nbformat.read(book / rel, as_version=4)
+        nb.cells.insert(0, new_code_cell(setup))
+        nbformat.write(nb, book / rel)
+    assert scaledl(book, "execute", "lab01").returncode == 0
+    bad = scaledl(book, "set-repository", "not a url")
+    assert bad.returncode == 2 and "repository URL 'not a url' should look like https://" in bad.stderr
+    r = scaledl(book, "set-repository", "https://github.com/my-course/sdl-fork")
+    assert r.returncode == 0, r.stderr
+    assert 'repository = "https://github.com/my-course/sdl-fork"' in (book / "book.toml").read_text()
+    for rel in ("chapters/00_good.ipynb", "labs/solutions/lab01_x.ipynb", "labs/lab01_x.ipynb"):
+        assert "git+https://github.com/my-course/sdl-fork\"" in nbformat.read(book / rel, 4).cells[0].source
