@@ -1,0 +1,15 @@
+"""Performance models: what hardware can do, and how long a piece of deep-learning work takes on it.
+
+=================  ===================================================================================
+``hardware``       one frozen :class:`~scaledl.perf.hardware.Device` per GPU (Fermi to Hopper), with
+                   dense peak rates per precision, memory, power and the datasheet each number comes from
+``training``       training time from a FLOP count, a device, a count and a utilization (and back)
+``demand``         compute demand of landmark models (petaflop-days), unit conversions, growth rates
+``fleet``          the automotive fleet example: data collected -> dataset -> years of training
+``huang``          Huang's law: ~1000x single-GPU inference in ten years, decomposed into its causes
+``energy``         energy per operation and instruction overhead
+=================  ===================================================================================
+
+The submodules are imported on demand (``from scaledl.perf import hardware``), so importing this package
+costs nothing.
+"""
