@@ -1,0 +1,66 @@
+"""Log vs float comparisons: worst-case rounding errors (closed forms) and the dot-product error study."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+from scaledl.numerics.logarithmic import worst_relative_error
+from scaledl.numerics.logarithmic_compare import (
+    DOT_METHODS, dot_error_study, round_float_mantissa, view_relative_error, worst_case_errors,
+)
+
+matplotlib.use("Agg")
+
+
+def test_worst_case_errors_match_closed_forms():
+    t = worst_case_errors()
+    # Log 4.3: half a step of 1/8 octave up: 2**(1/16) - 1; relative to the rounded value, 1 - 2**(-1/16).
+    assert t["lns4.3"]["vs_true"] == pytest.approx(worst_relative_error(3), rel=1e-4)
+    # E4M3 near 1: step 1/8, the tie 1 + 1/16 rounds down to 1 (even): (1/16) / (17/16) = 1/17 over the
+    # true value, 1/16 over the rounded one.
+    assert t["e4m3"]["vs_true"] == pytest.approx(1 / 17, rel=1e-12)
+    assert t["e4m3"]["vs_rounded"] == 1 / 16
+    assert t["lns4.3"]["bits"] == pytest.approx(-math.log2(2 ** (1 / 16) - 1), rel=1e-4)
+
+
+@pytest.mark.parametrize("x, m, want", [
+    (1.0625, 3, 1.0),    # tie, to even
+    (1.1875, 3, 1.25),   # tie, to even (1.25 has an even last mantissa bit)
+    (3.1, 1, 3.0),
+    (-5.0, 2, -5.0),     # exactly representable
+    (0.0, 3, 0.0),
+])
+def test_round_float_mantissa_table(x, m, want):
+    assert round_float_mantissa(np.array([x]), m)[0] == want
+
+
+def test_round_float_mantissa_rejects_bad_bits():
+    with pytest.raises(ValueError, match="mantissa_bits must be an int in \\[0, 52\\], got 60"):
+        round_float_mantissa(np.ones(2), 60)
+
+
+def test_dot_error_study_orders_methods_sensibly():
+    r = dot_error_study(257, 30, seed=3)
+    assert set(r) == set(DOT_METHODS)
+    med = {k: float(np.median(v)) for k, v in r.items()}
+    fp32 = med["FP32 inputs, FP32 accumulator"]
+    eps32 = np.finfo(np.float32).eps
+    assert fp32 < 257 * eps32  # the classical bound n * eps on sum |a_i b_i|, far from reached
+    for k in ("E4M3 inputs, FP32 accumulator", "Log 4.3 inputs, binned (exact) sum"):
+        assert 1e4 * fp32 < med[k] < 0.05  # 8-bit inputs: errors of order 2**-4 / sqrt(n)
+    assert med["Log 4.3 inputs, Mitchell per product"] > 0
+
+
+def test_dot_error_study_rejects_bad_args():
+    with pytest.raises(ValueError, match="n and trials must be >= 1, got n=0"):
+        dot_error_study(0, 3)
+    with pytest.raises(ValueError, match="dist must be 'normal' or 'laplace', got 'cauchy'"):
+        dot_error_study(10, 3, dist="cauchy")
+
+
+def test_view_relative_error_draws_both_worst_cases():
+    fig = view_relative_error(frac_bits=3, mantissa_bits=3)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "worst 4.43 %" in labels and "worst 5.88 %" in labels
