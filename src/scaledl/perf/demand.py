@@ -1,0 +1,185 @@
+"""Compute demand of landmark models: the seeds' figures, unit conversions, growth rates and a CPU check.
+
+Training compute is a *quantity of work*, in FLOP (an "exaFLOP" in the seeds means 1e18 operations, not a
+rate). The usual unit for large runs is the petaflop/s-day: 1e15 FLOP/s sustained for 86 400 s, 8.64e19 FLOP.
+
+The seeds disagree with each other: the 2018 talk (seed 000) gives ResNet 7 EF and Deep Speech 2 20 EF, the
+2018 slides (seed 003) ResNet 20 EF and Deep Speech 2 100 EF, and the 2023 lecture (seed 002) ResNet ~1
+PF-day = 86 EF. They are kept apart here, each tagged with its seed, so the chapter can show the spread.
+
+>>> round(exaflop_to_pf_days(100), 3)  # GNMT's 100 EF
+1.157
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scaledl.perf import hardware
+from scaledl.perf.training import PETAFLOP_DAY_FLOP, SECONDS_PER_DAY, TWO_WEEKS_S, trainable_flops
+
+__all__ = ["EXAFLOP", "Landmark", "SEED_000", "SEED_003", "SEED_002", "LANDMARKS", "exaflop_to_pf_days",
+           "pf_days_to_flop", "flop_to_pf_days", "growth_per_year", "doubling_time_months", "CpuServer",
+           "DUAL_XEON_E5_2699V4", "implied_rate_FLOPS", "training_flop", "two_week_budget_pf_days",
+           "TWO_WEEK_SERVERS", "demand_figure"]
+
+EXAFLOP = 1e18
+SECONDS_PER_YEAR = 365.25 * SECONDS_PER_DAY
+
+
+@dataclass(frozen=True)
+class Landmark:
+    """One model's training compute as a seed states it."""
+
+    model: str
+    year: int
+    flop: float
+    seed: str  # which source document says so
+    params_M: float | None = None  # parameters in millions, as printed (None: not given)
+    note: str = ""
+
+    @property
+    def pf_days(self) -> float:
+        return self.flop / PETAFLOP_DAY_FLOP
+
+
+# Seed 000 (Dally, ScaledML 2018): "7 ExaFLOPS to train Microsoft ResNet on ImageNet ... DeepSpeech 2 ...
+# about three times that: 20 ExaFLOPS ... Google Neural Machine Translation ... 100 ExaFLOPS". The talk gives
+# no years; those of seed 003's slide are used.
+SEED_000 = (
+    Landmark("ResNet", 2015, 7 * EXAFLOP, "000"),
+    Landmark("Deep Speech 2", 2016, 20 * EXAFLOP, "000"),
+    Landmark("GNMT", 2017, 100 * EXAFLOP, "000"),
+)
+# Seed 003 ("Deep learning is an HPC workload", NVIDIA 2018): the same three models, larger figures, and
+# parameter counts as printed ("300 Million" for ResNet is far above the published ResNet-50 25.6 M or
+# ResNet-152 60.2 M of He et al. 2016).
+SEED_003 = (
+    Landmark("ResNet", 2015, 20 * EXAFLOP, "003", params_M=300),
+    Landmark("Deep Speech 2", 2016, 100 * EXAFLOP, "003", params_M=8700),
+    Landmark("GNMT", 2017, 100 * EXAFLOP, "003", note="= 2 years on a dual CPU server"),
+)
+# Seed 002 (Dally, "Trends in Deep Learning Hardware", 2023), in petaflop-days, order of magnitude only.
+SEED_002 = (
+    Landmark("AlexNet", 2012, 1e-2 * PETAFLOP_DAY_FLOP, "002"),
+    Landmark("ResNet", 2016, 1 * PETAFLOP_DAY_FLOP, "002"),
+    Landmark("BERT", 2018, 10 * PETAFLOP_DAY_FLOP, "002"),
+    Landmark("GPT-4", 2023, 1e6 * PETAFLOP_DAY_FLOP, "002", note="estimated; not published by OpenAI"),
+)
+LANDMARKS = SEED_000 + SEED_003 + SEED_002
+
+
+def exaflop_to_pf_days(exaflop: float) -> float:
+    """Work in exaFLOP (1e18 FLOP) -> petaflop/s-days."""
+    return exaflop * EXAFLOP / PETAFLOP_DAY_FLOP
+
+
+def pf_days_to_flop(pf_days: float) -> float:
+    return pf_days * PETAFLOP_DAY_FLOP
+
+
+def flop_to_pf_days(flop: float) -> float:
+    return flop / PETAFLOP_DAY_FLOP
+
+
+def growth_per_year(ratio: float, years: float) -> float:
+    """The constant yearly factor that compounds to ``ratio`` over ``years`` years."""
+    if not (ratio > 0 and years > 0):
+        raise ValueError(f"ratio and years must be > 0, got ratio={ratio!r}, years={years!r}")
+    return ratio ** (1 / years)
+
+
+def doubling_time_months(ratio: float, years: float) -> float:
+    """Months per doubling for growth by ``ratio`` over ``years`` years."""
+    return 12 * years * math.log(2) / math.log(ratio)
+
+
+@dataclass(frozen=True)
+class CpuServer:
+    """A CPU server's peak rate from first principles: sockets x cores x clock x FLOP per cycle per core."""
+
+    name: str
+    sockets: int
+    cores_per_socket: int
+    clock_GHz: float
+    fp32_flop_per_cycle: int  # per core
+    citation: str
+
+    @property
+    def peak_FLOPS(self) -> float:
+        return self.sockets * self.cores_per_socket * self.clock_GHz * 1e9 * self.fp32_flop_per_cycle
+
+
+# A plausible 2016-2017 "dual CPU server": two Intel Xeon E5-2699 v4 (Broadwell-EP, 22 cores, 2.2 GHz base).
+# AVX2 with two FMA units per core: 2 units x 8 fp32 lanes x 2 FLOP (multiply + add) = 32 FLOP per cycle.
+# Sustained AVX clocks are lower than the base clock, so this peak is, if anything, generous.
+DUAL_XEON_E5_2699V4 = CpuServer("2 x Xeon E5-2699 v4", 2, 22, 2.2, 32,
+                                "Intel ARK, Xeon E5-2699 v4 (2016): 22 cores, 2.2 GHz base, AVX2")
+
+
+def implied_rate_FLOPS(flop: float, time_s: float) -> float:
+    """The sustained rate that does ``flop`` in ``time_s`` seconds."""
+    return flop / time_s
+
+
+def training_flop(forward_flop_per_example: float, examples: int, epochs: float,
+                  backward_to_forward: float = 2.0) -> float:
+    """Training work: (forward + backward) per example x examples x epochs.
+
+    The backward pass costs about twice the forward pass (one product for the input gradient, one for the
+    weight gradient), so training is ~3x the forward work.
+    """
+    return forward_flop_per_example * (1 + backward_to_forward) * examples * epochs
+
+
+# Bottom-up AlexNet check (all approximate, as commonly quoted): ~0.72 G multiply-adds per 224x224 forward
+# pass; 1 281 167 ImageNet-2012 training images; "roughly 90 cycles through the training set" and "five to
+# six days on two NVIDIA GTX 580 3GB GPUs" (Krizhevsky, Sutskever, Hinton, NIPS 2012).
+ALEXNET_FORWARD_MACS = 0.72e9  # approximate
+IMAGENET_TRAIN_IMAGES = 1_281_167
+ALEXNET_EPOCHS = 90
+ALEXNET_DAYS = 5.5  # "five to six days"
+ALEXNET_GPU = "GTX 580"
+ALEXNET_GPU_COUNT = 2
+
+# For each year, the newest training GPU of the table then: what one 8-GPU server of them does in two weeks.
+TWO_WEEK_SERVERS = (
+    (2012, "GTX 580"), (2013, "K40"), (2015, "M40"), (2016, "P100 SXM2"),
+    (2017, "V100 SXM2"), (2020, "A100 SXM4 80GB"), (2022, "H100 SXM"),
+)
+
+
+def two_week_budget_pf_days(device: str, count: int = 8, utilization: float = 0.4) -> float:
+    """PF-days that ``count`` devices finish in two weeks at ``utilization`` of their best training precision."""
+    dev = hardware.get(device)
+    return flop_to_pf_days(trainable_flops(TWO_WEEKS_S, dev, count, utilization, dev.best_training_precision))
+
+
+def demand_figure(count: int = 8, utilization: float = 0.4):
+    """Landmark models' training compute (PF-days, log) against year, with what a server does in two weeks."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    styles = {"000": ("o", "tab:orange", "seed 000 (2018 talk)"), "003": ("s", "tab:green", "seed 003 (2018 slides)"),
+              "002": ("D", "tab:blue", "seed 002 (2023 lecture)")}
+    for seed, (marker, color, label) in styles.items():
+        pts = [m for m in LANDMARKS if m.seed == seed]
+        ax.scatter([m.year for m in pts], [m.pf_days for m in pts], marker=marker, color=color, s=45,
+                   label=label, zorder=3)
+        for m in pts:
+            dx = {"000": 0.15, "003": 0.15, "002": -0.2}[seed]
+            ax.annotate(m.model, (m.year, m.pf_days), xytext=(m.year + dx, m.pf_days * 1.6), fontsize=8,
+                        ha="left" if dx > 0 else "right")
+    years = [y for y, _ in TWO_WEEK_SERVERS]
+    budget = [two_week_budget_pf_days(d, count, utilization) for _, d in TWO_WEEK_SERVERS]
+    ax.step(years + [2024], budget + budget[-1:], where="post", color="gray", lw=1.5,
+            label=f"{count} of the newest GPU, two weeks at {utilization:.0%} of peak")
+    ax.set_yscale("log")
+    ax.set_xlabel("year")
+    ax.set_ylabel("training compute (petaflop/s-days, log scale)")
+    ax.set_title("Training compute of landmark models, as the seeds give it")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
