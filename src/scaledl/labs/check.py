@@ -1,0 +1,270 @@
+"""Check a student's kernel against its specification, and say which classic bug a failure points to.
+
+:func:`check_kernel` runs the student's launcher at several sizes that are *not* multiples of any block or
+tile, on random data, into an output poisoned with NaN, twice per size, and compares with a float64 NumPy
+specification. GPU-Puzzles showed the format ("Yours" beside "Spec"); its weakness, checking only sizes that
+are multiples of the block, is what the odd sizes fix. The bugs it is built to expose:
+
+=====================================  ===================================================================
+what the check sees                     what it most likely means
+=====================================  ===================================================================
+an IndexError (simulator), or a write   no bounds guard: threads past the edge of the data read or write
+beyond the output (GPU guard region)    out of range
+NaN left in the output                  some outputs are never written: the grid is too small, or the
+                                        guard is too strict
+two identical runs disagree             a race: threads read shared memory before (or after) others
+                                        wrote it, i.e. a missing ``cuda.syncthreads()``
+values no input could produce           uninitialised memory was read: typically a tile used before the
+(beyond K max|a| max|b|), inf           ``cuda.syncthreads()`` that ends its loading
+right at the smallest size, wrong at    the tile loop: the tile offset (``t * TILE + threadIdx``) or a tile
+larger ones                             overwritten before every thread used it (the second syncthreads)
+=====================================  ===================================================================
+
+On the simulator every CUDA thread is a Python thread and a thread runs until it blocks at a barrier, so a
+missing ``syncthreads`` lets a thread race ahead and read a tile nobody has written yet: the bug is visible
+there too (``tests/sim/test_labs_check.py`` proves it for each bug above).
+
+>>> import numpy as np
+>>> def yours(x, out): out[:] = 2 * x
+>>> r = check_kernel(yours, lambda x: 2 * x.astype(np.float64), lambda n, rng: (rng.random(n, np.float32),),
+...                  sizes=[1, 37], name="double", report=None)
+>>> r.passed
+True
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from scaledl import device
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+MAX_SHOWN = 5  # mismatching indices printed per size
+GUARD_ELEMENTS = 4096  # poisoned elements after the output on a GPU, to catch writes past its end
+
+
+@dataclass
+class CheckResult:
+    """What :func:`check_kernel` found. ``passed`` is True when every size matched the specification."""
+
+    name: str
+    passed: bool = True
+    lines: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines + ([""] + [f"Hint: {h}" for h in self.hints] if self.hints else []))
+
+    def raise_if_failed(self):
+        """Raise AssertionError with the report when the check failed (for a grader or a test)."""
+        if not self.passed:
+            raise AssertionError(str(self))
+
+
+def gemm_tolerance(A, B):
+    """Absolute tolerance per element of ``A @ B`` computed in float32 in any summation order.
+
+    A K-term float32 dot product is off by at most about K u sum|a_k b_k| (u = eps / 2, Higham's bound
+    gamma_K); ``(K + 2) eps |A| @ |B|`` leaves a factor two of room plus the rounding of the inputs.
+    """
+    A, B = np.abs(np.asarray(A, np.float64)), np.abs(np.asarray(B, np.float64))
+    K = A.shape[-1]
+    return (K + 2) * FLOAT32_EPS * (A @ B) + np.finfo(np.float32).tiny
+
+
+def elementwise_tolerance(ulps: float = 2.0):
+    """A tolerance function: ``ulps`` float32 units in the last place of the expected value (for kernels
+    that compute each output from a few inputs with one or two roundings: copy, scale, triad)."""
+    def tol(inputs, expected):
+        return ulps * FLOAT32_EPS * np.abs(expected) + np.finfo(np.float32).tiny
+    return tol
+
+
+def _size_label(size) -> str:
+    return "x".join(str(s) for s in size) if isinstance(size, tuple) else str(size)
+
+
+def _poisoned_output(shape, dtype):
+    """NaN-filled output; on a GPU it is the head of a longer device buffer whose tail is the guard."""
+    n = int(np.prod(shape))
+    if not device.on_gpu():
+        return np.full(shape, np.nan, dtype), None
+    cuda = device.cuda()
+    buf = cuda.to_device(np.full(n + GUARD_ELEMENTS, np.nan, dtype))
+    return buf[:n].reshape(shape), buf
+
+
+def _run_once(yours, inputs, shape, dtype):
+    out, buf = _poisoned_output(shape, dtype)
+    args = inputs
+    if buf is not None:
+        cuda = device.cuda()
+        args = tuple(cuda.to_device(x) if isinstance(x, np.ndarray) else x for x in inputs)
+    yours(*args, out)
+    if buf is None:
+        return np.asarray(out), False
+    full = buf.copy_to_host()
+    n = int(np.prod(shape))
+    return full[:n].reshape(shape), bool(np.any(~np.isnan(full[n:])))
+
+
+def _describe_mismatch(got, want, bad, limit=MAX_SHOWN) -> list[str]:
+    idx = np.argwhere(bad)
+    lines = [f"    {len(idx)} of {bad.size} outputs differ; the first {min(limit, len(idx))}:",
+             f"    {'index':>14}  {'Yours':>14}  {'Spec':>14}"]
+    for i in idx[:limit]:
+        t = tuple(int(v) for v in i)
+        lines.append(f"    {str(t if len(t) > 1 else t[0]):>14}  {got[t]:>14.6g}  {want[t]:>14.6g}")
+    return lines
+
+
+def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, *, tolerance=None,
+                 magnitude_bound: Callable | None = None, repeats: int = 2, seed: int = 0,
+                 out_dtype=np.float32, name: str | None = None, report=sys.stdout) -> CheckResult:
+    """Run ``yours`` at each size and compare it with ``spec``; print a report and return a CheckResult.
+
+    Args:
+        yours: ``yours(*inputs, out)`` launches the student's kernel and writes ``out`` (poisoned with NaN
+            before every call).
+        spec: ``spec(*inputs)`` returns the expected output (compute it in float64).
+        make_inputs: ``make_inputs(size, rng)`` returns the tuple of inputs for one size.
+        sizes: sizes to try; choose them so that none is a multiple of the block or tile.
+        tolerance: ``tolerance(inputs, expected)`` gives the allowed absolute error per element (default:
+            2 float32 ulps of the expected value).
+        magnitude_bound: ``magnitude_bound(*inputs)`` bounds |output| for any output made from the inputs,
+            even misindexed (for GEMM, K max|A| max|B|); values beyond it are reported as reads of
+            uninitialised memory.
+        repeats: runs per size; outputs that differ between runs reveal a race.
+        report: where to print (None: print nothing).
+
+    Returns:
+        CheckResult, truthy when every size passed.
+    """
+    sizes = list(sizes)
+    if not sizes:
+        raise ValueError("sizes must list at least one size to try")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    tolerance = tolerance or elementwise_tolerance()
+    name = name or getattr(yours, "__name__", "your kernel")
+    result = CheckResult(name)
+    rng = np.random.default_rng(seed)
+    wrong_sizes = []
+    hints: list[str] = []
+
+    def hint(text):
+        if text not in hints:
+            hints.append(text)
+
+    for size in sizes:
+        inputs = make_inputs(size, rng)
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        want = np.asarray(spec(*inputs), np.float64)
+        label = f"{name} at size {_size_label(size)}"
+        runs, guard_hit = [], False
+        try:
+            for _ in range(repeats):
+                got, hit = _run_once(yours, inputs, want.shape, out_dtype)
+                runs.append(got)
+                guard_hit |= hit
+        except NotImplementedError:
+            raise
+        except IndexError as err:
+            result.passed = False
+            wrong_sizes.append(size)
+            result.lines.append(f"FAIL {label}: the kernel indexed outside an array: {err}")
+            hint("an index went past the edge of an array: a thread whose output (or input) is outside the "
+                 "matrix must do nothing there. Add the bounds guard, e.g. `if row < C.shape[0] and col < "
+                 "C.shape[1]:` around the store, and load 0 for tile elements outside A or B.")
+            continue
+        got = runs[0]
+        expected_tol = np.asarray(tolerance(inputs, want), np.float64)
+        finite = np.isfinite(got)
+        bad = ~finite | (np.abs(got.astype(np.float64) - want) > expected_tol)
+        problems = []
+        if guard_hit:
+            problems.append("wrote past the end of the output")
+            hint("the kernel wrote beyond the output array (the guard region after it changed): a thread "
+                 "outside the matrix stored a value. Add the bounds guard before the store.")
+        if np.isnan(got).any():
+            problems.append(f"{int(np.isnan(got).sum())} outputs still NaN (never written)")
+            hint("some outputs were never written (they still hold the NaN poured in before the launch): the "
+                 "grid does not cover the whole output (round the number of blocks up: (n + T - 1) // T), or "
+                 "the bounds guard is too strict (< not <=, the right dimension for rows and columns).")
+        if any(not np.array_equal(r, got, equal_nan=True) for r in runs[1:]):
+            problems.append("two identical runs gave different results")
+            hint("two runs on the same data disagreed: threads race. Shared memory must be fully written "
+                 "before anyone reads it (cuda.syncthreads() after loading a tile) and fully read before it "
+                 "is overwritten (cuda.syncthreads() after using it).")
+        if magnitude_bound is not None:
+            bound = np.asarray(magnitude_bound(*inputs), np.float64) + expected_tol
+            impossible = finite & (np.abs(got) > bound)
+            if (~np.isnan(got) & ~finite).any() or impossible.any():
+                problems.append("values the inputs cannot produce")
+                hint("some outputs are infinite or larger than any sum of K products of inputs could be: "
+                     "the kernel read memory nobody wrote, typically a shared tile used before every thread "
+                     "loaded its element (a missing cuda.syncthreads() after the loads), or an accumulator "
+                     "that was never set to 0.")
+        if bad.any():
+            result.passed = False
+            wrong_sizes.append(size)
+            what = "; ".join(problems) if problems else "wrong values"
+            result.lines.append(f"FAIL {label}: {what}")
+            result.lines += _describe_mismatch(got, want, bad)
+        elif guard_hit:
+            result.passed = False
+            result.lines.append(f"FAIL {label}: {problems[0]}")
+        else:
+            result.lines.append(f"ok   {label}")
+    if wrong_sizes and len(wrong_sizes) < len(sizes) and sizes[0] not in wrong_sizes and \
+            not any("never written" in h for h in hints):
+        hint("the smallest size is right but larger ones are wrong: look at what changes with size, e.g. the "
+             "loop over tiles (the tile offset t * TILE + threadIdx, the number of tiles rounded up) or a "
+             "tile overwritten while others still read it (the second cuda.syncthreads()).")
+    if wrong_sizes and not hints:
+        hint("compare Yours and Spec at the first indices: a transposed index (row/col, threadIdx.x/.y) or "
+             "a wrong stride shows up as values from the wrong place.")
+    result.hints = hints
+    result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} on {len(sizes)} sizes "
+                        f"{[_size_label(s) for s in sizes]}, {repeats} runs each, outputs poisoned with NaN")
+    if report is not None:
+        print(result, file=report)
+    return result
+
+
+# ------------------------------------------------------------------------------------------ GEMM helpers
+def gemm_inputs(size, rng):
+    """Random float32 A (M x K) and B (K x N) for ``size = (M, N, K)``, uniform in [-1, 1)."""
+    M, N, K = size
+    return (rng.uniform(-1, 1, (M, K)).astype(np.float32), rng.uniform(-1, 1, (K, N)).astype(np.float32))
+
+
+def gemm_spec(A, B):
+    return np.asarray(A, np.float64) @ np.asarray(B, np.float64)
+
+
+def gemm_bound(A, B):
+    """K max|A| max|B|: no output built from A's and B's elements, however misindexed, exceeds it, so a
+    larger value was made from memory nobody wrote."""
+    A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    return A.shape[1] * np.max(np.abs(A), initial=0) * np.max(np.abs(B), initial=0)
+
+
+# Odd sizes: none is a multiple of 8, 16 or 32, the first fits in one tile, the others span several in every
+# dimension, and M != N != K so swapped dimensions are caught.
+GEMM_SIZES = ((5, 3, 7), (19, 13, 23), (37, 29, 41))
+
+
+def check_gemm(yours, sizes=GEMM_SIZES, **kwargs) -> CheckResult:
+    """:func:`check_kernel` for ``yours(A, B, C)`` computing ``C = A @ B`` in float32."""
+    kwargs.setdefault("name", getattr(yours, "__name__", "gemm"))
+    return check_kernel(yours, gemm_spec, gemm_inputs, sizes,
+                        tolerance=lambda inputs, want: gemm_tolerance(*inputs), magnitude_bound=gemm_bound,
+                        **kwargs)

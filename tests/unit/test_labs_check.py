@@ -1,0 +1,92 @@
+"""scaledl.labs.check with plain NumPy "kernels": verdicts, hints, tolerances and argument errors."""
+
+import io
+
+import numpy as np
+import pytest
+
+from scaledl.labs import check as C
+
+spec = lambda x: 3 * np.asarray(x, np.float64)  # noqa: E731
+make = lambda n, rng: (rng.standard_normal(n).astype(np.float32),)  # noqa: E731
+
+
+def good(x, out):
+    out[:] = 3 * x
+
+
+def skips_tail(x, out):
+    out[: max(1, x.size - 1)] = 3 * x[: max(1, x.size - 1)]
+
+
+def off_by_a_little(x, out):
+    out[:] = 3 * x + 1e-3
+
+
+def flaky(x, out, _state={"n": 0}):
+    _state["n"] += 1
+    out[:] = 3 * x + (1e-2 if _state["n"] % 2 else 0)
+
+
+def test_correct_function_passes_and_report_is_printed():
+    buf = io.StringIO()
+    r = C.check_kernel(good, spec, make, [1, 7, 33], report=buf, name="triple")
+    assert r.passed and bool(r)
+    assert "PASSED: triple on 3 sizes ['1', '7', '33']" in buf.getvalue()
+    r.raise_if_failed()
+
+
+def test_tail_left_unwritten_is_reported_as_coverage():
+    r = C.check_kernel(skips_tail, spec, make, [1, 7, 33], report=None)
+    assert not r.passed
+    assert any("never written" in h for h in r.hints)
+    assert "1 outputs still NaN" in str(r)
+    with pytest.raises(AssertionError, match="FAIL skips_tail at size 7"):
+        r.raise_if_failed()
+
+
+def test_small_errors_beyond_tolerance_are_caught_with_yours_and_spec():
+    r = C.check_kernel(off_by_a_little, spec, make, [5], report=None)
+    assert not r.passed
+    text = str(r)
+    assert "Yours" in text and "Spec" in text and "5 of 5 outputs differ" in text
+
+
+def test_run_to_run_differences_point_at_a_race():
+    r = C.check_kernel(flaky, spec, make, [5], report=None)
+    assert any("race" in h for h in r.hints)
+
+
+def test_gemm_tolerance_follows_float32_eps_and_K():
+    A, B = np.ones((2, 10)), np.ones((10, 3))
+    assert np.allclose(C.gemm_tolerance(A, B), 12 * C.FLOAT32_EPS * 10)
+    # a float32 evaluation of a random product is always inside it
+    rng = np.random.default_rng(0)
+    A, B = C.gemm_inputs((17, 9, 300), rng)
+    err = np.abs((A @ B).astype(np.float64) - C.gemm_spec(A, B))
+    assert np.all(err <= C.gemm_tolerance(A, B))
+
+
+def test_gemm_sizes_are_not_multiples_of_any_tile():
+    for size in C.GEMM_SIZES:
+        assert all(s % t for s in size for t in (2, 4, 8, 16, 32) if s > 1) and len(set(size)) == 3
+
+
+def test_numpy_gemm_passes_check_gemm():
+    def yours(A, B, out):
+        out[:] = A @ B
+    assert C.check_gemm(yours, report=None).passed
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="sizes must list at least one size"):
+        C.check_kernel(good, spec, make, [], report=None)
+    with pytest.raises(ValueError, match="repeats must be a positive integer, got 0"):
+        C.check_kernel(good, spec, make, [3], repeats=0, report=None)
+
+
+def test_a_stub_raises_its_task_name():
+    def stub(x, out):
+        raise NotImplementedError("Task 1.1")
+    with pytest.raises(NotImplementedError, match="Task 1.1"):
+        C.check_kernel(stub, spec, make, [3], report=None)
