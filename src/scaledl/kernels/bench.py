@@ -1,0 +1,213 @@
+"""``scaledl bench``: check every kernel variant against its reference, then time it on a real GPU.
+
+For each kernel: one checked run at a size that fills the chip, then warm-up launches, then the median of
+many launches timed with CUDA events, and the same for a baseline measured in the same process: cuBLAS SGEMM
+through CuPy (TF32 off) for the GEMMs, CuPy's device-to-device copy for the streams and the FMA kernel's
+reference row, CuPy's sum for the reduction. The table gives time, GFLOP/s or GB/s, and the ratio to the
+baseline. Targets (printed beside the ratio): register-blocked GEMM at 4096^3 >= 50 % of cuBLAS (aim 75 %),
+streams and the reduction >= 85 % of the copy bandwidth.
+
+On the simulator it prints one line and returns 2: timings of simulated threads mean nothing.
+
+Usage: ``scaledl bench [--quick] [--repeats N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+import scaledl.device
+
+TARGETS = {"gemm": 0.50, "stream": 0.85, "reduce": 0.85}  # fraction of the baseline (see module docstring)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table."""
+
+    kernel: str
+    size: str
+    time_ms: float
+    rate: float  # GFLOP/s or GB/s, per `unit`
+    unit: str  # "GFLOP/s" or "GB/s"
+    baseline: str
+    ratio: float | None  # rate / baseline rate (None for the baseline rows themselves)
+    target: float | None = None
+
+
+def format_table(rows: list[Row], header: str = "") -> str:
+    """The bench table as fixed-width text (tested without a GPU)."""
+    cols = ("kernel", "size", "time (ms)", "rate", "baseline", "ratio", "target")
+    body = []
+    for r in rows:
+        ratio = "" if r.ratio is None else f"{100 * r.ratio:.0f} %"
+        target = ""
+        if r.target is not None and r.ratio is not None:
+            target = f">= {100 * r.target:.0f} % {'ok' if r.ratio >= r.target else 'MISSED'}"
+        body.append((r.kernel, r.size, f"{r.time_ms:.3f}", f"{r.rate:,.0f} {r.unit}", r.baseline, ratio, target))
+    widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(cols)]
+    line = "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()
+    out = [header] if header else []
+    out += [line, "-" * len(line)]
+    out += ["  ".join(v.ljust(w) for v, w in zip(b, widths)).rstrip() for b in body]
+    return "\n".join(out)
+
+
+def no_gpu_message() -> str:
+    return f"scaledl bench needs a CUDA GPU; this machine runs the simulator ({scaledl.device.reason()})"
+
+
+def _import_cupy():
+    import os
+
+    os.environ.setdefault("CUPY_TF32", "0")  # CuPy reads it at import: plain FP32 cuBLAS, like our kernels
+    try:
+        import cupy
+
+        return cupy
+    except ImportError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------ GPU timing
+def time_ms(fn, repeats: int, warmup: int = 3) -> float:  # pragma: no cover - needs a GPU
+    """Median milliseconds of ``fn()`` over ``repeats`` launches, each timed with a pair of CUDA events."""
+    from numba import cuda
+
+    for _ in range(warmup):
+        fn()
+    cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, stop = cuda.event(), cuda.event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cuda.event_elapsed_time(start, stop))
+    return statistics.median(times)
+
+
+def _check(name: str, got, want, tol: float):  # pragma: no cover - needs a GPU
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    bad = np.argwhere(~(np.abs(got - want) <= tol))
+    if bad.size:
+        shown = "; ".join(f"{tuple(i)}: spec {want[tuple(i)]!r} got {got[tuple(i)]!r}" for i in bad[:10])
+        raise RuntimeError(f"{name} does not match its reference ({len(bad)} elements): {shown}")
+
+
+def bench_gemm(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - needs a GPU
+    from numba import cuda
+
+    from scaledl.kernels.gemm import gemm
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((n, n), dtype=np.float32)
+    B = rng.standard_normal((n, n), dtype=np.float32)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    dC = cuda.device_array((n, n), np.float32)
+    cA, cB = cp.asarray(dA), cp.asarray(dB)
+    ref = cp.matmul(cA, cB)
+    flops = 2 * n**3
+    t_ref = time_ms(lambda: cp.matmul(cA, cB, out=ref), repeats)
+    rows = [Row("cuBLAS SGEMM (CuPy)", f"{n}^3", t_ref, flops / t_ref / 1e6, "GFLOP/s", "-", None)]
+    ref_host = cp.asnumpy(ref)
+    # float32 accumulation of n products: |error| <= (n + 2) eps (|A| @ |B|), elementwise
+    tol = (n + 2) * np.finfo(np.float32).eps * (np.abs(A) @ np.abs(B))
+    for variant in ("naive", "tiled", "regblock"):
+        gemm(dA, dB, variant=variant, out=dC)
+        _check(f"gemm {variant}", dC.copy_to_host(), ref_host, tol)
+        t = time_ms(lambda: gemm(dA, dB, variant=variant, out=dC), repeats)
+        rate = flops / t / 1e6
+        rows.append(Row(f"gemm {variant}", f"{n}^3", t, rate, "GFLOP/s", "cuBLAS", rate / rows[0].rate,
+                        TARGETS["gemm"] if variant == "regblock" else None))
+    return rows
+
+
+def bench_streams(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - needs a GPU
+    from numba import cuda
+
+    from scaledl.kernels import bandwidth as bw
+    from scaledl.kernels.reduce import reduce_sum, reduce_sum_into, sum_reference
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(n, dtype=np.float32)
+    b = rng.standard_normal(n, dtype=np.float32)
+    da, db, dc = cuda.to_device(a), cuda.to_device(b), cuda.device_array(n, np.float32)
+    ca, cc = cp.asarray(da), cp.asarray(dc)
+    t_copy = time_ms(lambda: cc.data.copy_from_device_async(ca.data, ca.nbytes), repeats)  # cudaMemcpy D2D
+    copy_GBps = bw.stream_bytes("copy", n) / t_copy / 1e6
+    rows = [Row("copy (CuPy)", f"{n:,}", t_copy, copy_GBps, "GB/s", "-", None)]
+    s = 3.0
+    runs = {"copy": (lambda: bw.copy(dc, da), a),
+            "scale": (lambda: bw.scale(dc, da, s), bw.stream_reference("scale", a, s=s)),
+            "triad": (lambda: bw.triad(dc, da, db, s), bw.stream_reference("triad", a, b, s=s))}
+    for op, (fn, want) in runs.items():
+        fn()
+        _check(op, dc.copy_to_host(), want, 2 * np.finfo(np.float32).eps * (np.abs(want) + 1))
+        t = time_ms(fn, repeats)
+        rate = bw.stream_bytes(op, n) / t / 1e6
+        rows.append(Row(op, f"{n:,}", t, rate, "GB/s", "CuPy copy", rate / copy_GBps, TARGETS["stream"]))
+    for variant in ("shared", "warp"):
+        got = float(reduce_sum(da, variant))
+        _check(f"sum {variant}", got, sum_reference(a), n * np.finfo(np.float32).eps * float(np.abs(a).sum()))
+        blocks = 256
+        partial, result = cuda.device_array(blocks, np.float32), cuda.device_array(1, np.float32)
+        t = time_ms(lambda: reduce_sum_into(da, partial, result, variant), repeats)  # no alloc, no copy back
+        rate = n * 4 / t / 1e6
+        rows.append(Row(f"sum {variant}", f"{n:,}", t, rate, "GB/s", "CuPy copy", rate / copy_GBps,
+                        TARGETS["reduce"]))
+    t_sum = time_ms(lambda: cp.sum(ca), repeats)
+    rows.append(Row("sum (CuPy)", f"{n:,}", t_sum, n * 4 / t_sum / 1e6, "GB/s", "CuPy copy",
+                    n * 4 / t_sum / 1e6 / copy_GBps))
+    return rows
+
+
+def bench_fma(repeats: int, n_threads: int, n_iter: int) -> list[Row]:  # pragma: no cover - needs a GPU
+    from numba import cuda
+
+    from scaledl.kernels import bandwidth as bw
+
+    out = cuda.device_array(n_threads, np.float32)
+    bw.fma_throughput(n_threads, n_iter, out=out)
+    _check("fma", out.copy_to_host(), bw.fma_reference(n_threads, n_iter, 0.0, 1.0, 1.0), 0.0)
+    t = time_ms(lambda: bw.fma_throughput(n_threads, n_iter, out=out), repeats)
+    flops = bw.fma_flops(n_threads, n_iter)
+    return [Row("fma throughput", f"{n_threads:,} thr x {n_iter}", t, flops / t / 1e6, "GFLOP/s", "-", None)]
+
+
+def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    """Entry point of ``scaledl bench``. Returns 0 on success, 2 without a GPU or without CuPy."""
+    parser = argparse.ArgumentParser(prog="scaledl bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    parser.add_argument("--repeats", type=int, default=None, help="timed launches per kernel (median)")
+    args = parser.parse_args(argv or [])
+    if not scaledl.device.on_gpu():
+        print(no_gpu_message(), file=out)
+        return 2
+    cp = _import_cupy()
+    if cp is None:
+        print("scaledl bench needs CuPy for its baselines (cuBLAS, device copy); install it with "
+              "`pip install scaledl[cu12]` or `pip install scaledl[cu13]` to match your CUDA driver", file=out)
+        return 2
+    repeats = args.repeats or (5 if args.quick else 30)  # pragma: no cover - the rest needs a GPU
+    n_gemm = 1024 if args.quick else 4096
+    n_stream = 2**24 if args.quick else 2**27  # 2**27 floats = 512 MiB per array: far beyond any L2
+    info = scaledl.device.gpu_info()
+    rows = bench_gemm(cp, n_gemm, repeats)
+    rows += bench_streams(cp, n_stream, repeats)
+    from numba import cuda
+
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    rows += bench_fma(repeats, n_threads=sms * 2048 * 4, n_iter=4096)  # 4 full waves of resident threads
+    header = (f"scaledl bench on {info.name} (compute capability {info.compute_capability[0]}."
+              f"{info.compute_capability[1]}), {datetime.date.today().isoformat()}; median of {repeats} "
+              f"launches after warm-up, CUDA events")
+    print(format_table(rows, header), file=out)
+    return 0

@@ -1,0 +1,160 @@
+"""Sum of a float32 vector: a grid-stride pass, a shared-memory tree per block, then a second launch.
+
+Two passes keep the result deterministic (the same bits every run, unlike float atomics, whose order of
+addition changes between runs): pass 1 leaves one partial sum per block, pass 2 runs the same kernel with a
+single block over those partials.
+
+* ``v1 shared``: the block's partial sums are halved in shared memory, ``__syncthreads`` between levels,
+  down to one value.
+* ``v2 warp``: what changed: each warp first sums its 32 values with register shuffles
+  (``shfl_down_sync``, no shared memory, no block barrier), then warp 0 sums the warps' results the same way.
+
+Numba's CUDA simulator implements no warp shuffles, so on the simulator ``variant="auto"`` uses v1 and an
+explicit ``variant="warp"`` raises; on a GPU ``auto`` uses v2.
+
+>>> import numpy as np
+>>> float(reduce_sum(np.ones(1000, np.float32)))
+1000.0
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import scaledl.device
+from numba import cuda, float32
+
+VARIANTS = ("auto", "shared", "warp")
+FULL_MASK = 0xFFFFFFFF  # every lane of the warp takes part in the shuffle
+
+
+def sum_reference(x) -> float:
+    """The specification: the exactly rounded sum of the float32 inputs (math.fsum, in float64)."""
+    return math.fsum(np.asarray(x, np.float64).ravel())
+
+
+def _block_threads() -> int:
+    return 256 if scaledl.device.on_gpu() else 32  # a power of two for the tree; small on the simulator
+
+
+def _max_blocks() -> int:
+    # pass 2 reduces the partials in one block, so there can be at most one partial per thread of it
+    return _block_threads() if scaledl.device.on_gpu() else 4
+
+
+def _make_kernels(threads: int):
+    NT = threads
+    NW = max(NT // 32, 1)
+
+    @cuda.jit
+    def sum_v1_shared(x, partial):
+        """v1: grid-stride accumulation in a register, then a shared-memory tree with a barrier per level."""
+        buf = cuda.shared.array(NT, float32)
+        tid = cuda.threadIdx.x
+        acc = float32(0.0)
+        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+            acc += x[i]
+        buf[tid] = acc
+        cuda.syncthreads()
+        half = NT // 2
+        while half > 0:
+            if tid < half:
+                buf[tid] += buf[tid + half]
+            cuda.syncthreads()
+            half //= 2
+        if tid == 0:
+            partial[cuda.blockIdx.x] = buf[0]
+
+    @cuda.jit
+    def sum_v2_warp(x, partial):
+        """v2: what changed: each warp sums in registers with shuffles; shared memory holds one value a warp."""
+        warp_sums = cuda.shared.array(NW, float32)
+        tid = cuda.threadIdx.x
+        lane = tid % 32
+        warp = tid // 32
+        acc = float32(0.0)
+        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+            acc += x[i]
+        offset = 16
+        while offset > 0:  # 5 shuffle steps: lane i adds lane i + offset
+            acc += cuda.shfl_down_sync(FULL_MASK, acc, offset)
+            offset //= 2
+        if lane == 0:
+            warp_sums[warp] = acc
+        cuda.syncthreads()
+        if warp == 0:
+            acc = warp_sums[lane] if lane < NW else float32(0.0)
+            offset = 16
+            while offset > 0:
+                acc += cuda.shfl_down_sync(FULL_MASK, acc, offset)
+                offset //= 2
+            if lane == 0:
+                partial[cuda.blockIdx.x] = acc
+
+    return sum_v1_shared, sum_v2_warp
+
+
+sum_v1_shared, sum_v2_warp = _make_kernels(_block_threads())
+
+
+def resolve_variant(variant: str) -> str:
+    """``auto`` -> ``warp`` on a GPU, ``shared`` on the simulator.
+
+    Raises:
+        ValueError: unknown variant. RuntimeError: ``warp`` on the simulator, which has no shuffles.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not a reduction variant; expected one of {VARIANTS}")
+    on_gpu = scaledl.device.on_gpu()
+    if variant == "auto":
+        return "warp" if on_gpu else "shared"
+    if variant == "warp" and not on_gpu:
+        raise RuntimeError("variant='warp' needs a GPU: Numba's CUDA simulator implements no warp shuffles "
+                           "(shfl_down_sync); use variant='shared' or 'auto'")
+    return variant
+
+
+def reduce_sum_into(x, partial, result, variant: str = "auto"):
+    """The two launches alone, into caller-owned buffers (``partial``: one float32 per block of pass 1,
+    ``result``: one float32), so a benchmark times the kernels without allocations or copies."""
+    kernel = sum_v1_shared if resolve_variant(variant) == "shared" else sum_v2_warp
+    threads = _block_threads()
+    if not 1 <= partial.shape[0] <= _max_blocks():
+        raise ValueError(f"partial must hold between 1 and {_max_blocks()} values, got {partial.shape[0]}")
+    kernel[partial.shape[0], threads](x, partial)
+    kernel[1, threads](partial, result)
+    return result
+
+
+def reduce_sum(x, variant: str = "auto", *, blocks: int | None = None) -> np.float32:
+    """Sum of a 1-D float32 array (NumPy, or a device array on a GPU) in two deterministic passes.
+
+    Args:
+        x: the values.
+        variant: ``"auto"``, ``"shared"`` (v1) or ``"warp"`` (v2, GPU only).
+        blocks: blocks of pass 1 (default: enough to fill the device, at most one per thread of pass 2).
+
+    Raises:
+        ValueError / TypeError: bad variant, shape, dtype or block count.
+    """
+    kind = resolve_variant(variant)
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) != 1:
+        raise ValueError(f"x must be a 1-D array, got shape {shape!r}")
+    if np.dtype(x.dtype) != np.float32:
+        raise TypeError(f"x must be float32, got dtype {x.dtype}")
+    threads, cap = _block_threads(), _max_blocks()
+    n = shape[0]
+    if blocks is None:
+        blocks = max(1, min(cap, (n + threads - 1) // threads))
+    if not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= cap:
+        raise ValueError(f"blocks must be an int in [1, {cap}], got {blocks!r}")
+    if scaledl.device.on_gpu():
+        partial, result = cuda.device_array(blocks, np.float32), cuda.device_array(1, np.float32)
+    else:
+        partial, result = np.full(blocks, np.nan, np.float32), np.full(1, np.nan, np.float32)
+    reduce_sum_into(x, partial, result, kind)
+    host = result.copy_to_host() if scaledl.device.on_gpu() else result
+    return np.float32(host[0])
