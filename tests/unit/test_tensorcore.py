@@ -143,3 +143,15 @@ def test_errors_name_the_argument():
         tc.accumulation_errors([4], distribution="cauchy")
     with pytest.raises(ValueError, match="tile must hold positive integers"):
         tc.padded_efficiency((4, 4, 4), (0, 4, 4))
+
+
+def test_measurement_refuses_without_a_gpu_and_checks_its_arguments():
+    from scaledl import device
+
+    with pytest.raises(ValueError, match="mode='int4'"):
+        tc.measure_cupy_gemm_TFLOPS(64, "int4")
+    with pytest.raises(ValueError, match="n must be a positive integer, got 0"):
+        tc.measure_cupy_gemm_TFLOPS(0, "fp32")
+    if not device.on_gpu():
+        with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+            tc.measure_cupy_gemm_TFLOPS(64, "fp32")

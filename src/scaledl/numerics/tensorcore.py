@@ -223,3 +223,54 @@ def padded_efficiency(shape, tile) -> float:
     useful = math.prod(shape)
     done = math.prod(math.ceil(s / t) * t for s, t in zip(shape, tile))
     return useful / done
+
+
+# ------------------------------------------------------------------------------ measured on a real GPU
+TENSOR_CORE_MODES = ("fp32", "tf32", "fp16")
+
+
+def measure_cupy_gemm_TFLOPS(n: int = 8192, mode: str = "fp32", *, repeats: int = 20) -> float:
+    """Time an ``n x n x n`` cuBLAS GEMM through CuPy and return TFLOP/s (GPU only; median of ``repeats``).
+
+    Modes: ``fp32`` (CUDA cores: TF32 explicitly disabled), ``tf32`` (FP32 data, TF32 tensor cores,
+    compute capability 8.0 and later), ``fp16`` (FP16 data on the tensor cores).
+
+    Raises:
+        ValueError: unknown mode, or ``n``/``repeats`` not positive.
+        RuntimeError: no GPU (the simulator backend), or CuPy missing.
+    """
+    from scaledl import device
+
+    if mode not in TENSOR_CORE_MODES:
+        raise ValueError(f"mode={mode!r}; expected one of {TENSOR_CORE_MODES}")
+    for name, v in (("n", n), ("repeats", repeats)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if not device.on_gpu():
+        raise RuntimeError(f"measuring tensor-core throughput needs a CUDA GPU; this process runs the "
+                           f"simulator ({device.reason()})")
+    try:
+        import cupy
+        from cupy._core import _routines_linalg as cupy_linalg
+    except ImportError as err:
+        raise RuntimeError("CuPy is needed to time cuBLAS: pip install 'scaledl[cu12]' (or [cu13])") from err
+    dtype = cupy.float16 if mode == "fp16" else cupy.float32
+    previous = cupy_linalg.get_compute_type(np.float32)
+    cupy_linalg.set_compute_type(np.float32, cupy_linalg.COMPUTE_TYPE_TF32 if mode == "tf32"
+                                 else cupy_linalg.COMPUTE_TYPE_PEDANTIC)
+    try:
+        rng = cupy.random.default_rng(0)
+        a = rng.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
+        b = rng.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
+        c = cupy.matmul(a, b)  # warm-up: cuBLAS picks its kernel and loads it
+        times_ms = []
+        for _ in range(repeats):
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            cupy.matmul(a, b, out=c)
+            stop.record()
+            stop.synchronize()
+            times_ms.append(cupy.cuda.get_elapsed_time(start, stop))
+    finally:
+        cupy_linalg.set_compute_type(np.float32, previous)
+    return 2 * n**3 / (float(np.median(times_ms)) * 1e-3) / 1e12
