@@ -60,7 +60,7 @@ def check_scale(scale, x_shape=None) -> np.ndarray:
         raise TypeError(f"scale must be a positive real number or array, got {scale!r}") from None
     bad = ~np.isfinite(s) | (s <= 0)
     if np.any(bad):
-        raise ValueError(f"scale must be finite and > 0; got {s[bad].ravel()[0]!r}"
+        raise ValueError(f"scale must be finite and > 0; got {float(s[bad].ravel()[0])!r}"
                          f"{' (and others)' if np.count_nonzero(bad) > 1 else ''}")
     if x_shape is not None:
         try:
@@ -99,14 +99,14 @@ def _rne_bits(x, u, out, out_u, drop, min_normal_bits, magic, max_bits, overflow
             continue
         if a == 0x7F800000:
             r = max_bits if saturate else overflow_bits
-        elif a < min_normal_bits:
+        elif a < min_normal_bits or (not subnormals and a < 0x00800000):
             if subnormals:
                 f = abs(x[i])
                 q = (f + magic) - magic  # the float32 adder rounds to the format's subnormal step, ties to even
                 out[i] = -q if sign != 0 else q
                 continue
             # No subnormals (E8M0): the smallest value 2**-127 is itself a float32 subnormal (0x00400000), so
-            # round between it and 2**-126 by hand; anything smaller clamps up to it.
+            # round between it and 2**-126 by hand (tie 1.5 * 2**-127 away); anything smaller clamps up to it.
             r = 0x00800000 if a >= 0x00600000 else 0x00400000
         else:
             if drop == 0:
@@ -289,7 +289,8 @@ def encode(x, fmt, *, scale=1.0, saturate: bool = True) -> np.ndarray:
     sub = a < spec.min_normal
     if spec.subnormals:
         E = np.where(sub, 0, exp32 - 127 + spec.bias)
-        M = np.where(sub, np.rint(a / spec.min_subnormal).astype(np.int64), man32 >> (23 - m))
+        steps = np.where(sub & np.isfinite(a), a / spec.min_subnormal, 0.0)  # exact: a multiple of the step
+        M = np.where(sub, steps.astype(np.int64), man32 >> (23 - m))
     else:  # E8M0: every value is 2**(E - 127); 2**-127 is a float32 subnormal
         E = np.where(sub, 0, exp32 - 127 + spec.bias)
         M = np.zeros_like(E)
