@@ -1,0 +1,193 @@
+"""Judging number systems by accuracy, dynamic range and cost (chapter 07).
+
+A number system is a set of representable values. This module measures, for a format from the registry or
+any sorted set of values (a k-means codebook: the "symbolic" system):
+
+* accuracy: the relative error ``|q(x) - x| / |x|`` of rounding to nearest. Its worst case over a range is
+  exact, not sampled: between neighbours ``g < h`` the error peaks at the midpoint, where it is
+  ``(h - g) / (h + g)`` (:func:`worst_relative_error`). The mean is taken over ``x`` spread log-uniformly (every
+  factor of two equally likely), the usual model for weights and activations spanning several binades.
+* dynamic range: ``log2(max / min)`` in binades, for all nonzero values or for the normal ones only.
+* cost: bits moved per value, and a first-order multiplier cost. An array multiplier of two ``n``-bit
+  significands has about ``n**2`` full adders, so a float multiplier grows with (mantissa bits + 1) squared
+  plus a small exponent adder, an integer one with its width squared, and a logarithmic "multiplier" is just
+  an adder of its exponent bits (its cost moves to addition instead; chapter 08).
+
+>>> worst_relative_error("int8", lo=1.0)   # between 1 and 2: error 0.5 at 1.5, i.e. 1/3
+0.3333333333333333
+>>> round(worst_relative_error("e4m3", lo=get_format("e4m3").min_normal), 4)  # 1/17 at 1 + 1/16
+0.0588
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaledl.numerics.formats import FloatFormat, IntFormat, LogFormat, get_format
+from scaledl.numerics.quantize import quantize, round_to_values
+
+__all__ = ["grid_of", "relative_error", "worst_relative_error", "mean_relative_error", "dynamic_range_binades",
+           "multiplier_cost", "kmeans_codebook", "compare", "view_formats"]
+
+
+def grid_of(system) -> np.ndarray:
+    """The non-negative representable magnitudes of a format (name or spec) or of a codebook array."""
+    if isinstance(system, np.ndarray) or isinstance(system, (list, tuple)):
+        g = np.unique(np.abs(np.asarray(system, dtype=np.float64)))
+        if g.size < 2:
+            raise ValueError(f"a codebook needs at least 2 distinct magnitudes, got {g!r}")
+        return g
+    return get_format(system).magnitudes()
+
+
+def _round(x, system) -> np.ndarray:
+    if isinstance(system, (np.ndarray, list, tuple)):
+        g = grid_of(system)
+        return np.copysign(round_to_values(np.abs(x), g), x)
+    return quantize(x, system).astype(np.float64)
+
+
+def relative_error(x, system) -> np.ndarray:
+    """``|q(x) - x| / |x|`` for nonzero ``x`` rounded to nearest in ``system`` (format or codebook)."""
+    x = np.asarray(x, dtype=np.float64)
+    if np.any(x == 0):
+        raise ValueError("x must be nonzero: the relative error of 0 is undefined")
+    return np.abs(_round(x, system) - x) / np.abs(x)
+
+
+def _range(g, lo, hi):
+    pos = g[g > 0]
+    lo = pos[0] if lo is None else float(lo)
+    hi = pos[-1] if hi is None else float(hi)
+    if not (0 < lo < hi):
+        raise ValueError(f"need 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
+    return lo, hi
+
+
+def worst_relative_error(system, lo=None, hi=None) -> float:
+    """The largest relative rounding error for ``x`` in ``[lo, hi]`` (default: smallest to largest nonzero value).
+
+    Exact: for representable neighbours ``g < h`` the error is largest at the midpoint, ``(h - g) / (h + g)``;
+    only the pairs whose midpoint falls in ``[lo, hi]`` count (and the ends of the range themselves).
+    """
+    g = grid_of(system)
+    lo, hi = _range(g, lo, hi)
+    a, b = g[:-1], g[1:]
+    mid = (a + b) / 2
+    inside = (mid >= lo) & (mid <= hi) & (a > 0)
+    worst = float(np.max((b - a)[inside] / (b + a)[inside])) if np.any(inside) else 0.0
+    ends = relative_error(np.array([lo, hi]), system)
+    return max(worst, float(ends.max()))
+
+
+def mean_relative_error(system, lo=None, hi=None, n: int = 100_001) -> float:
+    """Mean relative error for ``x`` log-uniform on ``[lo, hi]`` (``n`` evenly spaced points in ``log2 x``)."""
+    g = grid_of(system)
+    lo, hi = _range(g, lo, hi)
+    x = np.geomspace(lo, hi, n)
+    return float(relative_error(x, system).mean())
+
+
+def dynamic_range_binades(system, normal_only: bool = False) -> float:
+    """``log2(max / min)`` over nonzero values (or over normal values: floats lose precision below min_normal)."""
+    if isinstance(system, (np.ndarray, list, tuple)):
+        g = grid_of(system)
+        pos = g[g > 0]
+        return float(np.log2(pos[-1] / pos[0]))
+    spec = get_format(system)
+    low = spec.min_normal if normal_only else spec.min_positive
+    return float(np.log2(spec.max_value / low))
+
+
+def multiplier_cost(system) -> float:
+    """First-order multiplier area in full adders: n**2 for n-bit significands, an adder for log formats.
+
+    >>> multiplier_cost("e4m3"), multiplier_cost("int8"), multiplier_cost("lns4.3"), multiplier_cost("fp16")
+    (20, 64, 7, 126)
+    """
+    spec = get_format(system)
+    if isinstance(spec, FloatFormat):
+        return (spec.man_bits + 1) ** 2 + spec.exp_bits  # significand array + exponent adder
+    if isinstance(spec, IntFormat):
+        return spec.bits ** 2
+    if isinstance(spec, LogFormat):
+        return spec.int_bits + spec.frac_bits  # multiplying is adding the exponents
+    raise TypeError(f"no cost model for {spec!r}")
+
+
+def kmeans_codebook(x, n_values: int, *, iters: int = 50, seed: int = 0) -> np.ndarray:
+    """A "symbolic" number system: the ``n_values`` centres of 1-D k-means (Lloyd) on ``x``, sorted.
+
+    Started from evenly spaced quantiles (deterministic; ``seed`` breaks ties among equal quantiles only).
+    Optimal in mean squared error for its data among codebooks of that size (to a local optimum); the price is
+    a table lookup to decode, and arithmetic on the decoded values.
+    """
+    x = np.sort(np.asarray(x, dtype=np.float64).ravel())
+    if not isinstance(n_values, (int, np.integer)) or n_values < 2:
+        raise ValueError(f"n_values must be an int >= 2, got {n_values!r}")
+    if x.size < n_values:
+        raise ValueError(f"x has {x.size} values, fewer than n_values={n_values}")
+    c = np.quantile(x, (np.arange(n_values) + 0.5) / n_values)
+    c = c + np.random.default_rng(seed).normal(0, 1e-12, c.size) * (np.ptp(x) or 1.0)
+    for _ in range(iters):
+        c = np.sort(c)
+        edges = (c[1:] + c[:-1]) / 2
+        idx = np.searchsorted(edges, x)
+        sums = np.bincount(idx, weights=x, minlength=n_values)
+        counts = np.bincount(idx, minlength=n_values)
+        new = np.where(counts > 0, sums / np.maximum(counts, 1), c)
+        if np.allclose(new, c, rtol=0, atol=1e-12 * (np.ptp(x) or 1.0)):
+            c = new
+            break
+        c = new
+    return np.unique(np.sort(c))
+
+
+def compare(systems, lo=None, hi=None) -> list[dict]:
+    """One row per format: bits, max, dynamic range, worst and mean relative error over its nonzero range
+    (or ``[lo, hi]`` if given) and over its normal range, and multiplier cost."""
+    rows = []
+    for name in systems:
+        spec = get_format(name)
+        rows.append({
+            "format": spec.name, "bits": spec.bits, "max": spec.max_value,
+            "range_binades": dynamic_range_binades(spec), "normal_range_binades": dynamic_range_binades(spec, True),
+            "worst_rel_err": worst_relative_error(spec, lo, hi),
+            "worst_rel_err_normal": worst_relative_error(spec, spec.min_normal if lo is None else lo, hi),
+            "mean_rel_err": mean_relative_error(spec, lo, hi),
+            "multiplier_cost": multiplier_cost(spec),
+        })
+    return rows
+
+
+def view_formats(fmt_a: str = "e4m3", fmt_b: str = "lns4.3", align_max: bool = True):
+    """Figure: where each format's values lie (count per binade) and its relative error across the range.
+
+    With ``align_max`` the second format is scaled by ``max_a / max_b`` so both share the same largest value, as
+    a per-tensor scale would arrange.
+    """
+    import matplotlib.pyplot as plt
+
+    specs = [get_format(fmt_a), get_format(fmt_b)]
+    scales = [1.0, specs[0].max_value / specs[1].max_value if align_max else 1.0]
+    fig, (ax0, ax1) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    lo = min(s.min_positive * k for s, k in zip(specs, scales))
+    hi = max(s.max_value * k for s, k in zip(specs, scales))
+    x = np.geomspace(lo / 2, hi, 4000)
+    bins = np.arange(np.floor(np.log2(lo)) - 1, np.ceil(np.log2(hi)) + 2)
+    for spec, k, color in zip(specs, scales, ("C0", "C3")):
+        mags = spec.magnitudes()[1:] if spec.magnitudes()[0] == 0 else spec.magnitudes()
+        ax0.hist(np.log2(mags * k), bins=bins, histtype="step", lw=2, color=color,
+                 label=f"{spec.name}{'' if k == 1 else f' x {k:.3g}'} ({spec.bits} bits)")
+        err = np.abs(quantize(x, spec, scale=k).astype(np.float64) - x) / x
+        ax1.plot(np.log2(x), 100 * err, color=color, lw=1, label=spec.name)
+    ax0.set_ylabel("representable values per binade")
+    ax0.legend(loc="upper left")
+    ax0.set_title("Where the values lie, and the relative error of rounding to nearest")
+    ax1.set_yscale("log")
+    ax1.set_ylim(0.01, 150)
+    ax1.set_xlabel("log2 |x|")
+    ax1.set_ylabel("relative error (%)")
+    ax1.legend(loc="upper right")
+    fig.tight_layout()
+    return fig
