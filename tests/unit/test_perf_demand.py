@@ -45,6 +45,10 @@ def test_two_years_on_a_dual_cpu_server():
     assert rate / D.DUAL_XEON_E5_2699V4.peak_FLOPS == pytest.approx(0.5115, abs=1e-4)
 
 
+def test_2012_cpu_server():
+    assert D.DUAL_XEON_E5_2690.peak_FLOPS == pytest.approx(2 * 8 * 2.9e9 * 16, rel=8 * EPS)  # 0.742 TFLOP/s
+
+
 def test_alexnet_bottom_up():
     flop = D.training_flop(2 * D.ALEXNET_FORWARD_MACS, D.IMAGENET_TRAIN_IMAGES, D.ALEXNET_EPOCHS)
     assert flop == pytest.approx(1.44e9 * 3 * 1_281_167 * 90, rel=8 * EPS)

@@ -21,7 +21,7 @@ from scaledl.perf.training import PETAFLOP_DAY_FLOP, SECONDS_PER_DAY, TWO_WEEKS_
 
 __all__ = ["EXAFLOP", "Landmark", "SEED_000", "SEED_003", "SEED_002", "LANDMARKS", "exaflop_to_pf_days",
            "pf_days_to_flop", "flop_to_pf_days", "growth_per_year", "doubling_time_months", "CpuServer",
-           "DUAL_XEON_E5_2699V4", "implied_rate_FLOPS", "training_flop", "two_week_budget_pf_days",
+           "DUAL_XEON_E5_2699V4", "DUAL_XEON_E5_2690", "implied_rate_FLOPS", "training_flop", "two_week_budget_pf_days",
            "TWO_WEEK_SERVERS", "demand_figure"]
 
 EXAFLOP = 1e18
@@ -117,6 +117,11 @@ class CpuServer:
 DUAL_XEON_E5_2699V4 = CpuServer("2 x Xeon E5-2699 v4", 2, 22, 2.2, 32,
                                 "Intel ARK, Xeon E5-2699 v4 (2016): 22 cores, 2.2 GHz base, AVX2")
 
+# The CPU server AlexNet's GPUs competed with in 2012: two Xeon E5-2690 (Sandy Bridge-EP, 8 cores, 2.9 GHz
+# base). AVX without FMA: one 8-wide fp32 multiply and one 8-wide add per cycle = 16 FLOP per cycle.
+DUAL_XEON_E5_2690 = CpuServer("2 x Xeon E5-2690", 2, 8, 2.9, 16,
+                              "Intel ARK, Xeon E5-2690 (2012): 8 cores, 2.9 GHz base, AVX")
+
 
 def implied_rate_FLOPS(flop: float, time_s: float) -> float:
     """The sustained rate that does ``flop`` in ``time_s`` seconds."""
@@ -163,20 +168,31 @@ def demand_figure(count: int = 8, utilization: float = 0.4):
     fig, ax = plt.subplots(figsize=(8, 4.8))
     styles = {"000": ("o", "tab:orange", "seed 000 (2018 talk)"), "003": ("s", "tab:green", "seed 003 (2018 slides)"),
               "002": ("D", "tab:blue", "seed 002 (2023 lecture)")}
+    # the seeds share years and sometimes values: shift each seed's markers sideways so none hides another
+    shift = {"000": -0.15, "003": 0.15, "002": 0.0}
     for seed, (marker, color, label) in styles.items():
         pts = [m for m in LANDMARKS if m.seed == seed]
-        ax.scatter([m.year for m in pts], [m.pf_days for m in pts], marker=marker, color=color, s=45,
-                   label=label, zorder=3)
+        ax.scatter([m.year + shift[seed] for m in pts], [m.pf_days for m in pts], marker=marker, color=color,
+                   s=45, label=label, zorder=3)
         for m in pts:
-            dx = {"000": 0.15, "003": 0.15, "002": -0.2}[seed]
-            ax.annotate(m.model, (m.year, m.pf_days), xytext=(m.year + dx, m.pf_days * 1.6), fontsize=8,
-                        ha="left" if dx > 0 else "right")
+            x = m.year + shift[seed]
+            short = m.model.replace("Deep Speech 2", "DS2")
+            if seed == "000":
+                ax.annotate(short, (x, m.pf_days), xytext=(-6, -4), textcoords="offset points", fontsize=7,
+                            ha="right", va="top")
+            elif seed == "003":
+                ax.annotate(short, (x, m.pf_days), xytext=(6, 2), textcoords="offset points", fontsize=7,
+                            ha="left", va="bottom", color=color)
+            else:
+                ax.annotate(short, (x, m.pf_days), xytext=(-6, 3), textcoords="offset points", fontsize=8,
+                            ha="right", va="bottom", color=color)
     years = [y for y, _ in TWO_WEEK_SERVERS]
     budget = [two_week_budget_pf_days(d, count, utilization) for _, d in TWO_WEEK_SERVERS]
     ax.step(years + [2024], budget + budget[-1:], where="post", color="gray", lw=1.5,
             label=f"{count} of the newest GPU, two weeks at {utilization:.0%} of peak")
     ax.set_yscale("log")
-    ax.set_xlabel("year")
+    ax.set_ylim(top=1e8)
+    ax.set_xlabel("year (DS2 = Deep Speech 2)")
     ax.set_ylabel("training compute (petaflop/s-days, log scale)")
     ax.set_title("Training compute of landmark models, as the seeds give it")
     ax.grid(True, which="major", alpha=0.3)
