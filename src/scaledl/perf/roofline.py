@@ -239,3 +239,29 @@ def current_gpu_roofline(measure_bandwidth_GBps, measure_peak_TFLOPS, name: str 
     if not device.on_gpu():
         return None
     return measured_roofline(name, measure_peak_TFLOPS(), measure_bandwidth_GBps())
+
+
+def measure_triad_GBps(n: int = 2**26, repeats: int = 20) -> float:  # pragma: no cover - needs a GPU
+    """Bandwidth of the triad stream kernel (scaledl.kernels.bandwidth) on the GPU in use, GB/s."""
+    import numpy as np
+    from numba import cuda
+
+    from scaledl.kernels import bandwidth as bw
+    from scaledl.kernels.bench import time_ms
+
+    b, c, dst = (cuda.to_device(np.ones(n, np.float32)) for _ in range(3))
+    t_ms = time_ms(lambda: bw.triad(dst, b, c, 2.0), repeats)
+    return bw.stream_bytes("triad", n) / (t_ms * 1e-3) / 1e9
+
+
+def measure_fma_TFLOPS(n_threads: int = 2**21, n_iter: int = 4096, repeats: int = 10) -> float:  # pragma: no cover
+    """FP32 FMA throughput of scaledl.kernels.bandwidth's FMA kernel on the GPU in use, TFLOP/s."""
+    import numpy as np
+    from numba import cuda
+
+    from scaledl.kernels import bandwidth as bw
+    from scaledl.kernels.bench import time_ms
+
+    out = cuda.device_array(n_threads, np.float32)
+    t_ms = time_ms(lambda: bw.fma_throughput(n_threads, n_iter, out=out), repeats)
+    return bw.fma_flops(n_threads, n_iter) / (t_ms * 1e-3) / 1e12
