@@ -19,8 +19,8 @@ import numbers
 from scaledl.perf import hardware
 from scaledl.perf.hardware import Device
 
-__all__ = ["SECONDS_PER_DAY", "TWO_WEEKS_S", "PETAFLOP_DAY_FLOP", "sustained_FLOPS", "training_time_s", "training_time_days",
-           "trainable_flops", "devices_needed", "training_time_view", "format_duration"]
+__all__ = ["SECONDS_PER_DAY", "TWO_WEEKS_S", "PETAFLOP_DAY_FLOP", "sustained_FLOPS", "training_time_s",
+           "training_time_days", "trainable_flops", "devices_needed", "training_time_view", "format_duration"]
 
 SECONDS_PER_DAY = 86_400
 # Dally (seed 000): a "reasonable" training time, the threshold AlexNet crossed in 2012, is two weeks.
