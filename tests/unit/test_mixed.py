@@ -127,3 +127,14 @@ def test_prob_form_gives_inf_for_a_confidently_wrong_label():
     assert mx.softmax_cross_entropy_in(logits, [1], "fp32")[0] == pytest.approx(20.0, rel=1e-6)
     with pytest.raises(ValueError, match="form must be 'prob' or 'logsumexp', got 'x'"):
         mx.softmax_cross_entropy_in(logits, [1], "fp16", form="x")
+
+
+def test_view_repeated_add_draws_the_three_curves():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = mx.view_repeated_add("bf16", -9.0, 1.0, 50)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["exact w0 + k dw", "round to nearest", "stochastic rounding (mean of 32 runs)"]
+    near = fig.axes[0].lines[-2].get_ydata()
+    assert np.all(near == 1.0)  # 2**-9 is below half of bf16's ulp(1) = 2**-7
