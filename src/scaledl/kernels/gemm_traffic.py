@@ -196,4 +196,28 @@ def count_gemm_traffic(M: int, N: int, K: int, variant: str, *, seed: int = 0, *
     return GemmTraffic(M, N, K, variant, A.reads, B.reads, C.writes)
 
 
-__all__ = ["GemmTraffic", "gemm_traffic", "count_gemm_traffic", "CountingArray", "VARIANTS"]
+__all__ = ["GemmTraffic", "gemm_traffic", "count_gemm_traffic", "fma_share_bound", "CountingArray", "VARIANTS"]
+
+
+def fma_share_bound(variant: str, **tiling) -> float:
+    """Upper bound on the fraction of a thread's issued instructions that are FMAs, from its inner loops.
+
+    Counts, per thread and per ``k`` tile: FMAs, shared-memory loads, global loads and shared stores (the
+    staging copy). Address arithmetic, loop control and barriers are left out, so the true share is lower.
+    This is the ceiling that instruction mix puts on "percent of FMA peak" even when memory keeps up.
+
+    >>> round(fma_share_bound("naive"), 3)   # 1 FMA per 2 global loads
+    0.333
+    """
+    config = resolve_tiling(variant, tiling)
+    if variant == "naive":
+        fmas, mem = 1, 2
+    elif variant == "tiled":
+        T = config.tile
+        fmas, mem = T, 2 * T + 2 + 2  # T FMAs read 2T shared values; 2 global loads + 2 shared stores
+    else:
+        c = config
+        fmas = c.block_k * c.thread_m * c.thread_n
+        staged = (c.block_m * c.block_k + c.block_k * c.block_n) / c.threads_per_block
+        mem = c.block_k * (c.thread_m + c.thread_n) + 2 * staged
+    return fmas / (fmas + mem)

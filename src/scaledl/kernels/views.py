@@ -1,0 +1,98 @@
+"""View functions for the explorers of Chapters 04 (GEMM traffic) and 06 (Winograd), plain and testable.
+
+Each takes plain values and returns a matplotlib Figure; :class:`scaledl.widgets.Explorer` binds them to
+sliders in the chapters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaledl.kernels.gemm_traffic import gemm_traffic
+from scaledl.kernels.winograd import conv2d_direct_in, conv2d_winograd_in, multiplies_per_tile
+
+FLOAT_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+
+
+def traffic_figure(n: int = 4096, tile: int = 16, block: int = 128, ridge_FLOP_per_byte: float | None = None):
+    """Bars of global bytes moved and arithmetic intensity for the three GEMM variants at ``n^3``.
+
+    Args:
+        n: the matrix size (C is n x n, K = n).
+        tile: v2's tile.
+        block: v3's block_m = block_n (block_k 8, 8 x 8 per thread where block allows, else 1 x 1).
+        ridge_FLOP_per_byte: draw a device's ridge point on the intensity axis (None: no line).
+    """
+    import matplotlib.pyplot as plt
+
+    if n < 1 or tile < 1 or block < 1:
+        raise ValueError(f"n, tile and block must be >= 1, got n={n}, tile={tile}, block={block}")
+    per_thread = 8 if block % 8 == 0 else 1
+    t = [gemm_traffic(n, n, n, "naive"),
+         gemm_traffic(n, n, n, "tiled", tile=tile),
+         gemm_traffic(n, n, n, "regblock", block_m=block, block_n=block, block_k=8, thread_m=per_thread,
+                      thread_n=per_thread)]
+    labels = ["v1 naive", f"v2 tiled {tile}", f"v3 regblock {block}"]
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.6))
+    ax0.bar(labels, [x.bytes / 1e9 for x in t], color=["tab:red", "tab:orange", "tab:green"])
+    ax0.axhline(t[0].compulsory_bytes / 1e9, color="k", ls="--", lw=1, label="each matrix once")
+    ax0.set_yscale("log")
+    ax0.set_ylabel("global-memory traffic (GB)")
+    ax0.set_title(f"bytes loaded + stored, {n}^3 float32 GEMM")
+    ax0.legend()
+    ax1.bar(labels, [x.arithmetic_intensity_flop_per_byte for x in t],
+            color=["tab:red", "tab:orange", "tab:green"])
+    if ridge_FLOP_per_byte:
+        ax1.axhline(ridge_FLOP_per_byte, color="k", ls=":", lw=1, label="ridge point")
+        ax1.legend()
+    ax1.set_yscale("log")
+    ax1.set_ylabel("arithmetic intensity (FLOP/byte)")
+    ax1.set_title("FLOPs per byte of global traffic")
+    fig.tight_layout()
+    return fig
+
+
+def winograd_error(m: int, dtype_name: str, channels: int = 4, size: int = 24, seed: int = 0) -> float:
+    """Largest error of F(m x m, 3 x 3) in ``dtype_name``, relative to the largest output magnitude.
+
+    Inputs and filters are standard normal; the reference is direct convolution in float64. ``m = 0`` means
+    direct convolution in the same dtype (the baseline to compare with).
+    """
+    if dtype_name not in FLOAT_DTYPES:
+        raise ValueError(f"dtype_name={dtype_name!r} is not one of {sorted(FLOAT_DTYPES)}")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((channels, size, size))
+    w = rng.standard_normal((2, channels, 3, 3))
+    ref = conv2d_direct_in(x, w, np.float64)
+    dt = FLOAT_DTYPES[dtype_name]
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = conv2d_direct_in(x, w, dt) if m == 0 else conv2d_winograd_in(x, w, m, dt)
+    err = np.abs(y.astype(np.float64) - ref)
+    return float(np.max(err)) / float(np.max(np.abs(ref))) if np.all(np.isfinite(err)) else float("inf")
+
+
+def winograd_tradeoff_figure(dtype_name: str = "float16", channels: int = 4, max_m: int = 6):
+    """Multiply saving over direct convolution and measured error, for F(m x m, 3 x 3), m = 1 .. max_m."""
+    import matplotlib.pyplot as plt
+
+    ms = np.arange(1, max_m + 1)
+    saving = [multiplies_per_tile(m, 3, direct=True) / multiplies_per_tile(m, 3) for m in ms]
+    errors = [winograd_error(int(m), dtype_name, channels) for m in ms]
+    base = winograd_error(0, dtype_name, channels)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.6))
+    ax0.plot(ms, saving, "o-")
+    ax0.set_xlabel("output tile m (F(m x m, 3 x 3))")
+    ax0.set_ylabel("multiplies saved (direct / Winograd)")
+    ax0.set_title("the saving grows towards 9x")
+    finite = [(m, e) for m, e in zip(ms, errors) if np.isfinite(e)]
+    ax1.semilogy([m for m, _ in finite], [e for _, e in finite], "o-", color="tab:red", label="Winograd")
+    for m, e in zip(ms, errors):
+        if not np.isfinite(e):
+            ax1.annotate("overflow", (m, ax1.get_ylim()[1] if finite else 1), color="tab:red", ha="center")
+    ax1.axhline(base, color="k", ls="--", lw=1, label="direct, same dtype")
+    ax1.set_xlabel("output tile m")
+    ax1.set_ylabel("max |error| / max |output|")
+    ax1.set_title(f"error in {dtype_name}, {channels} input channels")
+    ax1.legend()
+    fig.tight_layout()
+    return fig
