@@ -22,7 +22,7 @@ larger ones                             overwritten before every thread used it 
 
 On the simulator every CUDA thread is a Python thread and a thread runs until it blocks at a barrier, so a
 missing ``syncthreads`` lets a thread race ahead and read a tile nobody has written yet: the bug is visible
-there too (``tests/sim/test_labs_check.py`` proves it for each bug above).
+there too (``tests/sim/test_labs_buggy_kernels.py`` proves it for each bug above).
 
 >>> import numpy as np
 >>> def yours(x, out): out[:] = 2 * x

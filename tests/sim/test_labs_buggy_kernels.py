@@ -114,3 +114,23 @@ def test_elementwise_check_catches_missing_guard_and_passes_a_guarded_copy():
     bad = C.check_kernel(_copy_launch(_copy_noguard), spec, make, [1, 37, 100], report=None, name="copy")
     assert good.passed and not bad.passed
     assert any("bounds guard" in h for h in bad.hints)
+
+
+@cuda.jit
+def _copy_one_pass(x, out):
+    i = cuda.grid(1)  # guarded, but no grid-stride loop: a capped grid leaves the tail unwritten
+    if i < out.size:
+        out[i] = x[i]
+
+
+def test_missing_grid_stride_loop_leaves_the_tail_and_is_named():
+    spec = lambda x: np.asarray(x, np.float64)  # noqa: E731
+    make = lambda n, rng: (rng.standard_normal(n).astype(np.float32),)  # noqa: E731
+
+    def launch(x, out):
+        _copy_one_pass[min(2, (x.size + 31) // 32), 32](x, out)  # at most 64 threads, as lab 01 caps the grid
+
+    r = C.check_kernel(launch, spec, make, [1, 37, 100], report=None, name="copy")
+    assert not r.passed
+    assert any("never written" in h for h in r.hints)
+    assert "ok   copy at size 1" in str(r) and "FAIL copy at size 100" in str(r)
