@@ -53,3 +53,16 @@ def test_error_grows_with_tile_in_float16():
     ref = conv2d_direct_in(x, w, np.float64)
     err = {m: np.abs(conv2d_winograd_in(x, w, m, np.float16) - ref).max() for m in (2, 4)}
     assert err[4] > err[2]
+
+
+def test_transform_costs_match_lavin_and_gray():
+    from scaledl.kernels.winograd import winograd_ops_per_output
+
+    # F(2x2, 3x3): data transform 32 additions, output transform 24 (Lavin and Gray 2016, section 4.1)
+    ops = winograd_ops_per_output(2, 3, C=1, K=1)
+    assert ops["multiplies"] == 4.0 and ops["direct"] == 18.0
+    assert ops["transform_ops"] == (32 + 24) / 4
+    big = winograd_ops_per_output(2, 3, C=10**6, K=10**6)
+    assert abs(big["total"] - 8.0) < 1e-4  # 16 multiplies + 16 adds per 4 outputs once transforms amortise
+    with pytest.raises(ValueError, match="C=0"):
+        winograd_ops_per_output(2, 3, C=0, K=1)

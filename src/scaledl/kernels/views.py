@@ -86,9 +86,13 @@ def winograd_tradeoff_figure(dtype_name: str = "float16", channels: int = 4, max
     ax0.set_title("the saving grows towards 9x")
     finite = [(m, e) for m, e in zip(ms, errors) if np.isfinite(e)]
     ax1.semilogy([m for m, _ in finite], [e for _, e in finite], "o-", color="tab:red", label="Winograd")
-    for m, e in zip(ms, errors):
-        if not np.isfinite(e):
-            ax1.annotate("overflow", (m, ax1.get_ylim()[1] if finite else 1), color="tab:red", ha="center")
+    overflowed = [int(m) for m, e in zip(ms, errors) if not np.isfinite(e)]
+    if overflowed:
+        ax1.text(0.98, 0.5, f"m = {', '.join(map(str, overflowed))}: overflow ({dtype_name} range exceeded)",
+                 transform=ax1.transAxes, ha="right", color="tab:red")
+    ax1.set_xlim(0.5, max_m + 0.5)
+    ax0.set_xticks(ms)
+    ax1.set_xticks(ms)
     ax1.axhline(base, color="k", ls="--", lw=1, label="direct, same dtype")
     ax1.set_xlabel("output tile m")
     ax1.set_ylabel("max |error| / max |output|")

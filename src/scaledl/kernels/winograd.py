@@ -173,3 +173,37 @@ def conv2d_winograd_in(x, w, m: int = 2, dtype=np.float32) -> np.ndarray:
     Y = np.swapaxes(_mm(AT, np.swapaxes(Y, -1, -2), dtype), -1, -2)  # (K, tp, tq, m, m)
     Y = Y.transpose(0, 1, 3, 2, 4).reshape(K, tp * m, tq * m)
     return Y[:, :P, :Q]
+
+
+# ----------------------------------------------------------------------------------- arithmetic accounting
+def _apply_cost(T) -> tuple[int, int]:
+    """(additions, multiplications) of T @ v for one vector v: entries of +-1 cost no multiply, zeros nothing."""
+    T = np.asarray(T, object)
+    adds = sum(max(int(np.count_nonzero(row != 0)) - 1, 0) for row in T)
+    mults = int(sum(1 for v in T.ravel() if v != 0 and abs(v) != 1))
+    return adds, mults
+
+
+def winograd_ops_per_output(m: int, r: int, C: int, K: int) -> dict[str, float]:
+    """Arithmetic per output value per input channel of a C-in, K-out layer computed with F(m x m, r x r).
+
+    The data transform ``B^T d B`` is done once per (tile, input channel) and shared by the K output
+    channels; the output transform ``A^T M A`` once per (tile, output channel) after the sum over C; the
+    filter transform is done once per layer and left out. Returns a dict with ``"multiplies"`` (elementwise
+    products), ``"transform_ops"`` (adds and constant multiplies, amortised), ``"total"`` and ``"direct"``
+    (``2 r^2``: a multiply and an add per filter tap).
+
+    >>> round(winograd_ops_per_output(2, 3, C=64, K=64)["multiplies"], 2)
+    4.0
+    """
+    if min(m, r, C, K) < 1:
+        raise ValueError(f"m, r, C, K must all be >= 1, got m={m}, r={r}, C={C}, K={K}")
+    BT, _, AT = winograd_matrices(m, r)
+    n = m + r - 1
+    a_b, m_b = _apply_cost(BT)
+    a_a, m_a = _apply_cost(AT)
+    data = 2 * n * (a_b + m_b)  # B^T applied to n columns, then to n rows
+    out = (n + m) * (a_a + m_a)  # A^T applied to n columns (m x n result), then to its m rows
+    per_tile_ck = n * n * 2 + data / K + out / C  # n^2 multiplies + n^2 channel-sum adds, amortised transforms
+    return {"multiplies": n * n / (m * m), "transform_ops": (data / K + out / C) / (m * m),
+            "total": per_tile_ck / (m * m), "direct": 2.0 * r * r}
