@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from scaledl.numerics.formats import get_format
-from scaledl.numerics.systems import (compare, dynamic_range_binades, kmeans_codebook, mean_relative_error,
+from scaledl.numerics.systems import (compare, dynamic_range_binades, error_envelope, kmeans_codebook,
+                                      mean_relative_error,
                                       multiplier_cost, relative_error, view_formats, worst_relative_error)
 
 
@@ -67,7 +68,18 @@ def test_view_returns_a_labelled_figure():
     matplotlib.use("Agg")
     fig = view_formats("e4m3", "lns4.3")
     axes = fig.get_axes()
-    assert axes[1].get_ylabel() == "relative error (%)" and axes[1].get_xlabel() == "log2 |x|"
+    assert axes[1].get_ylabel().startswith("worst relative error (%)") and axes[1].get_xlabel() == "log2 |x|"
     assert len(axes[0].get_legend().get_texts()) == 2
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+def test_error_envelope_is_flat_for_log_and_a_sawtooth_for_floats():
+    c, w = error_envelope("lns4.3", 0.01, 100.0)
+    r = 2.0 ** (1 / 8)
+    assert np.all(w <= (r - 1) / (r + 1) + 1e-12) and w.min() > 0.9 * (r - 1) / (r + 1)  # one midpoint per bin
+    c, w = error_envelope("e4m3", 1.0, 4.0)
+    # sampled points approach the supremum 1/17 (at 1 + 1/16) from below; the top of a binade is half as bad
+    assert 0.99 / 17 <= w.max() <= 1 / 17 and w.min() < 0.6 / 17
+    with pytest.raises(ValueError, match="need 0 < lo < hi"):
+        error_envelope("e4m3", 0.0, 1.0)

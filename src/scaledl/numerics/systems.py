@@ -27,7 +27,7 @@ from scaledl.numerics.formats import FloatFormat, IntFormat, LogFormat, get_form
 from scaledl.numerics.quantize import quantize, round_to_values
 
 __all__ = ["grid_of", "relative_error", "worst_relative_error", "mean_relative_error", "dynamic_range_binades",
-           "multiplier_cost", "kmeans_codebook", "compare", "view_formats"]
+           "multiplier_cost", "kmeans_codebook", "compare", "error_envelope", "view_formats"]
 
 
 def grid_of(system) -> np.ndarray:
@@ -160,6 +160,27 @@ def compare(systems, lo=None, hi=None) -> list[dict]:
     return rows
 
 
+def error_envelope(system, lo: float, hi: float, *, scale: float = 1.0, bins_per_binade: int = 8,
+                   points_per_bin: int = 64):
+    """The worst relative error of rounding to nearest in each 1/``bins_per_binade`` of a binade over ``[lo, hi]``.
+
+    Plotting every tooth of the error curve of an 8-bit format over 18 binades gives a solid block of ink; the
+    envelope keeps what matters (the sawtooth of a float, the flat line of a log format).
+
+    Returns:
+        ``(log2_centres, worst)``: float64 arrays; ``worst`` is a fraction (0.05 = 5 %).
+    """
+    if not (0 < lo < hi):
+        raise ValueError(f"need 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
+    edges = np.arange(np.log2(lo), np.log2(hi), 1.0 / bins_per_binade)
+    if edges.size < 2:
+        raise ValueError(f"[lo, hi] = [{lo!r}, {hi!r}] is narrower than one bin")
+    t = np.linspace(0, 1, points_per_bin, endpoint=False)
+    x = np.exp2(edges[:-1, None] + t[None, :] / bins_per_binade)
+    err = np.abs(quantize(x, get_format(system), scale=scale).astype(np.float64) - x) / x
+    return edges[:-1] + 0.5 / bins_per_binade, err.max(axis=1)
+
+
 def view_formats(fmt_a: str = "e4m3", fmt_b: str = "lns4.3", align_max: bool = True):
     """Figure: where each format's values lie (count per binade) and its relative error across the range.
 
@@ -173,21 +194,20 @@ def view_formats(fmt_a: str = "e4m3", fmt_b: str = "lns4.3", align_max: bool = T
     fig, (ax0, ax1) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     lo = min(s.min_positive * k for s, k in zip(specs, scales))
     hi = max(s.max_value * k for s, k in zip(specs, scales))
-    x = np.geomspace(lo / 2, hi, 4000)
     bins = np.arange(np.floor(np.log2(lo)) - 1, np.ceil(np.log2(hi)) + 2)
     for spec, k, color in zip(specs, scales, ("C0", "C3")):
         mags = spec.magnitudes()[1:] if spec.magnitudes()[0] == 0 else spec.magnitudes()
         ax0.hist(np.log2(mags * k), bins=bins, histtype="step", lw=2, color=color,
                  label=f"{spec.name}{'' if k == 1 else f' x {k:.3g}'} ({spec.bits} bits)")
-        err = np.abs(quantize(x, spec, scale=k).astype(np.float64) - x) / x
-        ax1.plot(np.log2(x), 100 * err, color=color, lw=1, label=spec.name)
+        centres, worst = error_envelope(spec, lo / 2, hi, scale=k)
+        ax1.plot(centres, 100 * worst, color=color, lw=1.5, label=spec.name)
     ax0.set_ylabel("representable values per binade")
     ax0.legend(loc="upper left")
-    ax0.set_title("Where the values lie, and the relative error of rounding to nearest")
+    ax0.set_title("Where the values lie, and the worst relative error of rounding to nearest")
     ax1.set_yscale("log")
     ax1.set_ylim(0.01, 150)
     ax1.set_xlabel("log2 |x|")
-    ax1.set_ylabel("relative error (%)")
+    ax1.set_ylabel("worst relative error (%)\nper 1/8 binade")
     ax1.legend(loc="upper right")
     fig.tight_layout()
     return fig
