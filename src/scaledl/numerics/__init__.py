@@ -26,6 +26,10 @@ The stable API (chapters 07-10 and lab 03 build on it):
 ``logarithmic*``       logarithmic arithmetic (chapter 08), on the same Log I.F grid as ``lns4.3``.
 =====================  ======================================================================================
 
+Note: the package exports the *function* ``quantize``, which shadows the module ``scaledl.numerics.quantize`` as
+an attribute (so ``import scaledl.numerics.quantize as m`` gives the function); import other names from the
+module with ``from scaledl.numerics.quantize import encode``.
+
 >>> import numpy as np
 >>> from scaledl.numerics import quantize, get_format
 >>> quantize(np.array([0.7, 5.5, 1e4]), "e2m1").tolist()
