@@ -143,10 +143,11 @@ def regblock_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thr
     RM, RN = BM // TM, BN // TN  # threads along the rows / columns of the block's C patch
     NT = RM * RN  # threads per block (1-D)
     PAD = 4  # sA is stored transposed; 4 spare columns spread its stores over the 32 shared-memory banks
+    SA_COLS = BM + PAD  # computed here: a shared array's shape must be a compile-time constant, not an expression
 
     @cuda.jit
     def gemm_v3_regblock(A, B, C):
-        sA = cuda.shared.array((BK, BM + PAD), float32)  # sA[k, m] = A[row0 + m, k0 + k]
+        sA = cuda.shared.array((BK, SA_COLS), float32)  # sA[k, m] = A[row0 + m, k0 + k]
         sB = cuda.shared.array((BK, BN), float32)  # sB[k, n] = B[k0 + k, col0 + n]
         acc = cuda.local.array((TM, TN), float32)
         a_reg = cuda.local.array(TM, float32)
