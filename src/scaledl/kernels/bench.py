@@ -157,7 +157,7 @@ def bench_streams(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - 
     for variant in ("shared", "warp"):
         got = float(reduce_sum(da, variant))
         _check(f"sum {variant}", got, sum_reference(a), n * np.finfo(np.float32).eps * float(np.abs(a).sum()))
-        blocks = 256
+        blocks = 2048  # 2048 x 256 threads: several full waves on any current GPU
         partial, result = cuda.device_array(blocks, np.float32), cuda.device_array(1, np.float32)
         t = time_ms(lambda: reduce_sum_into(da, partial, result, variant), repeats)  # no alloc, no copy back
         rate = n * 4 / t / 1e6

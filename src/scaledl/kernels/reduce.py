@@ -40,8 +40,9 @@ def _block_threads() -> int:
 
 
 def _max_blocks() -> int:
-    # pass 2 reduces the partials in one block, so there can be at most one partial per thread of it
-    return _block_threads() if scaledl.device.on_gpu() else 4
+    # pass 2 runs one block whose grid-stride loop takes any number of partials; 4096 blocks of 256 threads
+    # is enough to keep every SM of a large GPU full (an H100 holds 132 x 8 such blocks at once)
+    return 4096 if scaledl.device.on_gpu() else 4
 
 
 def _make_kernels(threads: int):
@@ -134,7 +135,7 @@ def reduce_sum(x, variant: str = "auto", *, blocks: int | None = None) -> np.flo
     Args:
         x: the values.
         variant: ``"auto"``, ``"shared"`` (v1) or ``"warp"`` (v2, GPU only).
-        blocks: blocks of pass 1 (default: enough to fill the device, at most one per thread of pass 2).
+        blocks: blocks of pass 1 (default: enough to fill the device).
 
     Raises:
         ValueError / TypeError: bad variant, shape, dtype or block count.
@@ -147,8 +148,9 @@ def reduce_sum(x, variant: str = "auto", *, blocks: int | None = None) -> np.flo
         raise TypeError(f"x must be float32, got dtype {x.dtype}")
     threads, cap = _block_threads(), _max_blocks()
     n = shape[0]
-    if blocks is None:
-        blocks = max(1, min(cap, (n + threads - 1) // threads))
+    if blocks is None:  # on a GPU: about 8 elements per thread at most, so every thread has work to stream
+        per_block = threads * (8 if scaledl.device.on_gpu() else 1)
+        blocks = max(1, min(cap, (n + per_block - 1) // per_block))
     if not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= cap:
         raise ValueError(f"blocks must be an int in [1, {cap}], got {blocks!r}")
     if scaledl.device.on_gpu():
