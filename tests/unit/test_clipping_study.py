@@ -64,6 +64,58 @@ def test_fake_quant_errors():
         cs.fake_quant(np.ones((2, 32)), bits=1, granularity="tensor")
 
 
-def test_view_reports_accuracy():
-    text = cs.view_quantized_mlp(4, "vector", "max")
-    assert "test accuracy" in text and "fc1.W" in text
+def test_granularity_gains_against_direct_mse():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((40, 64)) * np.exp(rng.standard_normal((40, 1)))  # rows of different size
+    gains = cs.granularity_gains(x, bits=4, reduce_axis=1)
+    assert set(gains) == set(cs.SCHEMES)
+    x32 = x.astype(np.float32).astype(np.float64)
+    for (g, c), (rel, bits) in gains.items():
+        q = cs.fake_quant(x, bits=4, granularity=g, clipping=c, reduce_axis=1)
+        want = np.mean((q - x32) ** 2) / np.mean(x32 ** 2)
+        assert rel == pytest.approx(want, rel=1e-12)  # same float64 arithmetic, summation order aside
+        assert bits == pytest.approx(0.5 * np.log2(gains["tensor", "max"][0] / rel), abs=1e-12)
+    assert gains["tensor", "max"][1] == 0.0
+    assert gains["channel", "max"][1] > 1.0  # per-row scales help most when rows differ in size
+    with pytest.raises(ValueError, match="x must have a nonzero entry"):
+        cs.granularity_gains(np.zeros((2, 32)))
+
+
+def test_scheme_labels():
+    assert [cs.scheme_label(*s) for s in cs.SCHEMES][-2:] == ["MXFP4", "NVFP4"]
+    assert cs.scheme_label("vector", "octav") == "vector / octav"
+
+
+def test_accuracy_over_seeds_shapes_and_resolution():
+    out = cs.accuracy_over_seeds(seeds=[0], bits=(4, 3), schemes=[("tensor", "max"), ("nvfp4", "max")])
+    assert set(out) == {"fp32", ("tensor", "max", 4), ("tensor", "max", 3), ("nvfp4", "max", 4)}
+    model, data = cs.trained_digits_mlp(0)
+    n_test = len(data.y_test)
+    for v in out.values():
+        assert v.shape == (1,)
+        assert abs(v[0] * n_test - round(v[0] * n_test)) < 1e-9  # a whole number of test images
+    assert out["tensor", "max", 4][0] == cs.quantized_accuracy(model, data, bits=4, granularity="tensor")
+    with pytest.raises(ValueError, match="seeds must name at least one seed"):
+        cs.accuracy_over_seeds(seeds=[])
+
+
+def test_summary_and_view_draw_the_same_numbers():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    model, data = cs.trained_digits_mlp()
+    s = cs.mlp_quantization_summary(model, data, bits=3, granularity="channel", clipping="max")
+    assert sorted(s["weight_mse"]) == ["fc1.W", "fc2.W", "fc3.W"]
+    W = model.parameters()["fc2.W"].astype(np.float64)
+    q = cs.fake_quant(W, bits=3, granularity="channel", clipping="max", reduce_axis=0, signed=True)
+    assert s["weight_mse"]["fc2.W"] == pytest.approx(np.mean((q - W) ** 2) / np.mean(W ** 2), rel=1e-12)
+    assert s["accuracy"] == cs.quantized_accuracy(model, data, bits=3, granularity="channel", clipping="max")
+    fig = cs.view_quantized_mlp(3, "channel", "max")
+    ax_mse, ax_acc = fig.axes
+    heights = [p.get_height() for p in ax_mse.patches]
+    assert heights[3:] == pytest.approx([s["weight_mse"][k] for k in ("fc1.W", "fc2.W", "fc3.W")])
+    assert [p.get_height() for p in ax_acc.patches][-1] == pytest.approx(100 * s["accuracy"])
+    assert "channel / max" in fig.texts[0].get_text() and "3-bit" in fig.texts[0].get_text()
+    plt.close(fig)
