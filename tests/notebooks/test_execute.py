@@ -80,6 +80,18 @@ def test_execute_writes_outputs_deterministically(book):
     assert again.cells[1].outputs[0].text == first
 
 
+def test_widgets_do_not_make_reexecution_differ(book):
+    path = book / "chapters/00_good.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(new_code_cell("import ipywidgets as W\nW.VBox([W.IntSlider(3), W.Dropdown(options=['a', 'b'])])"))
+    nbformat.write(nb, path)
+    assert scaledl(book, "execute", "00").returncode == 0
+    first = path.read_bytes()
+    assert b"application/vnd.jupyter.widget-state+json" in first
+    assert scaledl(book, "execute", "00").returncode == 0
+    assert path.read_bytes() == first
+
+
 def test_failing_notebook_is_not_overwritten(book):
     path = book / "chapters/01_bad.ipynb"
     before = path.read_bytes()

@@ -7,6 +7,8 @@ is passed to the kernel, so the book's committed outputs come from ``SCALEDL_BAC
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 import time
@@ -41,6 +43,26 @@ def _kernel_env() -> dict[str, str]:
     return env
 
 
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def stable_widget_ids(nb, salt: str):
+    """Replace the random widget model ids (uuid4) with ids derived from ``salt`` and creation order.
+
+    ipywidgets names every model with a fresh uuid, so each execution would rewrite the notebook's widget
+    state and the ids in its outputs even when nothing changed. Renaming them by creation order makes a
+    re-execution reproduce the committed file byte for byte.
+    """
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        return nb
+    mapping = {old: hashlib.md5(f"{salt}:{i}".encode()).hexdigest() for i, old in enumerate(state)}
+    text = json.dumps(nb)
+    for old, new in mapping.items():
+        text = text.replace(old, new)
+    return nbformat.from_dict(json.loads(text))
+
+
 def execute_notebook(path: Path, *, timeout_s: float = 1800, progress: bool = True, cwd: Path | None = None):
     """Execute ``path`` in a fresh kernel and return the executed notebook (the file is not written).
 
@@ -72,7 +94,7 @@ def execute_notebook(path: Path, *, timeout_s: float = 1800, progress: bool = Tr
         os.environ.clear()
         os.environ.update(saved)
         bar.close()
-    return nb
+    return stable_widget_ids(nb, salt=path.stem)
 
 
 def execute_entry(book: Book, entry: Entry, *, progress: bool = True) -> Result:
