@@ -89,6 +89,23 @@ def test_train_mixed_low_precision_weights_lose_updates(data):
         np.testing.assert_array_equal(quantize(w, "bf16"), w)
 
 
+def test_train_mixed_quarter_precision_weights(data):
+    from scaledl.numerics import quantize
+
+    near_model, sr_model = mlp([64, 16, 10], seed=0), mlp([64, 16, 10], seed=0)
+    near = mx.train_mixed(near_model, data, steps=40, lr=0.005, compute="fp16", master_weights=False,
+                          weight_format="e4m3", eval_every=40)
+    sr = mx.train_mixed(sr_model, data, steps=40, lr=0.005, compute="fp16", master_weights=False,
+                        weight_format="e4m3", weight_rounding="stochastic", eval_every=40)
+    for model in (near_model, sr_model):
+        for w in model.parameters().values():  # stored on the 8-bit grid, not the fp16 one
+            np.testing.assert_array_equal(quantize(w, "e4m3"), w)
+    # E4M3 keeps 4 significant bits: half an ulp is >= 2**-5 of a weight, far above lr * gradient here,
+    # so round-to-nearest loses nearly every update; stochastic rounding moves some of them.
+    assert np.mean(near.lost_fraction) > 0.95
+    assert np.mean(sr.lost_fraction) < np.mean(near.lost_fraction)
+
+
 def test_train_mixed_loss_weight_and_scaling(data):
     w = 2.0 ** -14
     plain = mx.train_mixed(mlp([64, 16, 10], seed=0), data, steps=30, lr=0.05 / w, compute="fp16",
@@ -108,6 +125,8 @@ def test_train_mixed_rejects_bad_args(data):
         mx.train_mixed(m, data, steps=1, weight_rounding="x")
     with pytest.raises(ValueError, match="loss_weight must be positive and finite, got 0"):
         mx.train_mixed(m, data, steps=1, loss_weight=0)
+    with pytest.raises(ValueError, match="weight_format must be a floating-point format .* got 'int8'"):
+        mx.train_mixed(m, data, steps=1, master_weights=False, weight_format="int8")
 
 
 def test_softmax_in_fp16_overflows_without_max_subtraction():

@@ -142,7 +142,8 @@ def _round_fn(compute):
 
 def train_mixed(model, data, *, steps: int, batch_size: int = 32, lr: float = 0.05, momentum: float = 0.9,
                 compute: str = "fp16", master_weights: bool = True, weight_rounding: str = "nearest",
-                loss_scale=None, loss_weight: float = 1.0, eval_every: int = 100, seed: int = 0) -> MixedHistory:
+                weight_format: str | None = None, loss_scale=None, loss_weight: float = 1.0,
+                eval_every: int = 100, seed: int = 0) -> MixedHistory:
     """Minibatch SGD with an emulated compute format and a choice of where the weights live.
 
     Args:
@@ -153,6 +154,9 @@ def train_mixed(model, data, *, steps: int, batch_size: int = 32, lr: float = 0.
         master_weights: True keeps FP32 weights (the compute format only sees rounded copies); False stores
             the weights in ``compute`` itself, so every update is rounded into it.
         weight_rounding: "nearest" or "stochastic": how updates are rounded when ``master_weights=False``.
+        weight_format: the float format the weights are stored in when ``master_weights=False``; default
+            ``compute``. A narrower one (``"e5m2"``, ``"e4m3"``: "quarter precision") stores 8-bit weights
+            while the passes still run in ``compute``.
         loss_scale: None (1), a constant, or a :class:`DynamicLossScaler`.
         loss_weight: multiplies the loss and so every gradient, and is *not* divided out (unlike the loss
             scale): a controlled way to make gradients small, e.g. ``2**-12`` with ``lr`` times ``2**12``
@@ -160,7 +164,8 @@ def train_mixed(model, data, *, steps: int, batch_size: int = 32, lr: float = 0.
     Returns:
         a :class:`MixedHistory`.
     Raises:
-        ValueError: an unknown ``compute`` or ``weight_rounding``, or ``steps`` below 1.
+        ValueError: an unknown ``compute`` or ``weight_rounding``, a ``weight_format`` that is not a float
+            format, or ``steps`` below 1.
     """
     from scaledl.nn import SGD, evaluate
     from scaledl.nn.precision import Precision
@@ -173,16 +178,21 @@ def train_mixed(model, data, *, steps: int, batch_size: int = 32, lr: float = 0.
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if not (math.isfinite(loss_weight) and loss_weight > 0):
         raise ValueError(f"loss_weight must be positive and finite, got {loss_weight!r}")
+    if weight_format is None:
+        weight_format = compute
+    elif get_format(weight_format).kind != "float":
+        raise ValueError(f"weight_format must be a floating-point format such as 'fp16' or 'e5m2', "
+                         f"got {weight_format!r}")
     scaler = loss_scale if isinstance(loss_scale, DynamicLossScaler) else None
     fixed_scale = 1.0 if loss_scale is None or scaler is not None else float(loss_scale)
     model.precision = None if compute == "fp32" else Precision(_round_fn(compute), compute)
     params = model.parameters()
     rng = np.random.default_rng(seed)
     round_rng = np.random.default_rng(seed + 1)
-    store = not master_weights and compute != "fp32"
+    store = not master_weights and weight_format != "fp32"
     if store:
         for w in params.values():
-            w[...] = quantize(w, compute)
+            w[...] = quantize(w, weight_format)
     opt = SGD(lr=lr, momentum=momentum)
     hist = MixedHistory()
     n = data.n_train
@@ -216,7 +226,7 @@ def train_mixed(model, data, *, steps: int, batch_size: int = 32, lr: float = 0.
                 lost = moved = 0
                 for k, w in params.items():
                     wanted = w != before[k]
-                    w[...] = quantize(w, compute, rounding=weight_rounding, rng=round_rng)
+                    w[...] = quantize(w, weight_format, rounding=weight_rounding, rng=round_rng)
                     moved += int(wanted.sum())
                     lost += int((wanted & (w == before[k])).sum())
                 hist.lost_fraction.append(lost / max(moved, 1))
