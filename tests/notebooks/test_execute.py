@@ -4,7 +4,6 @@ one is left exactly as it was, and a lab's student copy with edits survives re-e
 import os
 import subprocess
 import sys
-import textwrap
 
 import nbformat
 import pytest
@@ -14,35 +13,10 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python
 
 
 @pytest.fixture
-def book(tmp_path):
-    (tmp_path / "book.toml").write_text(textwrap.dedent("""
-        [book]
-        title = "T"
-        authors = ["A"]
-        license = "L"
-        repository = "https://example.org/r"
-        [[parts]]
-        id = "I"
-        title = "P"
-        [[parts.chapters]]
-        id = "00"
-        file = "chapters/00_good.ipynb"
-        title = "Good"
-        status = "draft"
-        [[parts.chapters]]
-        id = "01"
-        file = "chapters/01_bad.ipynb"
-        title = "Bad"
-        status = "draft"
-        [[parts.labs]]
-        id = "lab01"
-        file = "labs/lab01_x.ipynb"
-        solution = "labs/solutions/lab01_x.ipynb"
-        title = "X"
-        status = "draft"
-        """))
-    (tmp_path / "chapters").mkdir()
-    (tmp_path / "labs" / "solutions").mkdir(parents=True)
+def book(write_book):
+    tmp_path = write_book(write_book.chapter("00", "chapters/00_good.ipynb", title="Good"),
+                          write_book.chapter("01", "chapters/01_bad.ipynb", title="Bad"),
+                          write_book.lab("lab01", "labs/lab01_x.ipynb", "labs/solutions/lab01_x.ipynb", title="X"))
     good = new_notebook(metadata={"kernelspec": KERNELSPEC}, cells=[
         new_markdown_cell("# Good"),
         new_code_cell("import numpy as np\nrng = np.random.default_rng(0)\nprint(rng.integers(0, 100, 3))"),

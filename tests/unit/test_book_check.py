@@ -1,8 +1,7 @@
 """`scaledl book check` on small synthetic books: each class of problem is found, a clean book passes."""
 
-import textwrap
-
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from scaledl.book import load
@@ -11,31 +10,13 @@ from scaledl.book.check import check_book
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def make_book(tmp_path, chapter_status="done", lab_status="planned"):
-    (tmp_path / "book.toml").write_text(textwrap.dedent(f"""
-        [book]
-        title = "T"
-        authors = ["A"]
-        license = "L"
-        repository = "https://example.org/r"
-        [[parts]]
-        id = "I"
-        title = "P"
-        [[parts.chapters]]
-        id = "00"
-        file = "chapters/00_a.ipynb"
-        title = "A"
-        status = "{chapter_status}"
-        [[parts.labs]]
-        id = "lab01"
-        file = "labs/lab01_x.ipynb"
-        solution = "labs/solutions/lab01_x.ipynb"
-        title = "X"
-        status = "{lab_status}"
-        """))
-    (tmp_path / "chapters").mkdir()
-    (tmp_path / "labs" / "solutions").mkdir(parents=True)
-    return tmp_path
+@pytest.fixture
+def make_book(write_book):
+    def make(chapter_status="done", lab_status="planned"):
+        return write_book(
+            write_book.chapter("00", "chapters/00_a.ipynb", status=chapter_status, title="A"),
+            write_book.lab("lab01", "labs/lab01_x.ipynb", "labs/solutions/lab01_x.ipynb", status=lab_status))
+    return make
 
 
 def executed_notebook(*sources, outputs=None):
@@ -48,22 +29,22 @@ def executed_notebook(*sources, outputs=None):
     return nb
 
 
-def test_clean_book_has_no_problems(tmp_path):
-    root = make_book(tmp_path)
+def test_clean_book_has_no_problems(make_book):
+    root = make_book()
     nbformat.write(executed_notebook("print(1)", "print(2)"), root / "chapters/00_a.ipynb")
     assert check_book(load(root)) == []
 
 
-def test_missing_notebook_and_stray_notebook(tmp_path):
-    root = make_book(tmp_path)
+def test_missing_notebook_and_stray_notebook(make_book):
+    root = make_book()
     nbformat.write(executed_notebook("print(1)"), root / "chapters/99_stray.ipynb")
     problems = check_book(load(root))
     assert any("chapters/00_a.ipynb: listed in book.toml as chapter 00 (done) but missing" in p for p in problems)
     assert any("chapters/99_stray.ipynb: on disk but not in book.toml" in p for p in problems)
 
 
-def test_unexecuted_notebook(tmp_path):
-    root = make_book(tmp_path)
+def test_unexecuted_notebook(make_book):
+    root = make_book()
     nb = executed_notebook("print(1)")
     nb.cells[1].outputs = []
     nb.cells[1].execution_count = None
@@ -73,8 +54,8 @@ def test_unexecuted_notebook(tmp_path):
     assert any("were never executed" in p for p in problems)
 
 
-def test_out_of_order_counts_error_output_and_machine_path(tmp_path):
-    root = make_book(tmp_path)
+def test_out_of_order_counts_error_output_and_machine_path(make_book):
+    root = make_book()
     nb = executed_notebook("a", "b", "c")
     nb.cells[2].execution_count = 7
     nb.cells[3].outputs = [new_output("error", ename="ZeroDivisionError", evalue="division by zero",
@@ -87,23 +68,23 @@ def test_out_of_order_counts_error_output_and_machine_path(tmp_path):
     assert any("cell 1 output shows a machine path ('/home/alice/'" in p for p in problems)
 
 
-def test_wrong_kernelspec(tmp_path):
-    root = make_book(tmp_path)
+def test_wrong_kernelspec(make_book):
+    root = make_book()
     nb = executed_notebook("print(1)")
     nb.metadata["kernelspec"] = {"name": "my-venv", "language": "python"}
     nbformat.write(nb, root / "chapters/00_a.ipynb")
     assert any("kernelspec is" in p and "expected name 'python3'" in p for p in check_book(load(root)))
 
 
-def test_planned_entries_are_not_required(tmp_path):
-    root = make_book(tmp_path, chapter_status="planned")
+def test_planned_entries_are_not_required(make_book):
+    root = make_book(chapter_status="planned")
     assert check_book(load(root)) == []
 
 
-def test_lab_student_version_must_be_derived_from_solution(tmp_path):
+def test_lab_student_version_must_be_derived_from_solution(make_book):
     from scaledl.labs.release import student_version
 
-    root = make_book(tmp_path, chapter_status="planned", lab_status="draft")
+    root = make_book(chapter_status="planned", lab_status="draft")
     solution = executed_notebook("def f():\n    ### BEGIN SOLUTION Task 1.1\n    return 1\n    ### END SOLUTION")
     nbformat.write(solution, root / "labs/solutions/lab01_x.ipynb")
     nbformat.write(student_version(solution), root / "labs/lab01_x.ipynb")

@@ -1,7 +1,5 @@
 """book.toml: the real file loads and is complete; malformed files give errors that say what is wrong."""
 
-import textwrap
-
 import pytest
 
 from scaledl.book import load
@@ -45,82 +43,28 @@ def test_resolve_unknown_name_lists_the_valid_ones():
         load().resolve("99")
 
 
-def _write(tmp_path, body):
-    (tmp_path / "book.toml").write_text(textwrap.dedent(body))
-    return tmp_path
-
-
-HEADER = """
-[book]
-title = "T"
-authors = ["A"]
-license = "L"
-repository = "https://example.org/r"
-"""
-
-
-def test_unknown_status_is_rejected(tmp_path):
-    root = _write(tmp_path, HEADER + """
-    [[parts]]
-    id = "I"
-    title = "P"
-    [[parts.chapters]]
-    id = "00"
-    file = "chapters/00.ipynb"
-    title = "x"
-    status = "finished"
-    """)
+def test_unknown_status_is_rejected(write_book):
+    root = write_book(write_book.chapter("00", "chapters/00.ipynb", status="finished"))
     with pytest.raises(ValueError, match=r"chapter 00 status = 'finished'; expected one of"):
         load(root)
 
 
-def test_duplicate_file_is_rejected(tmp_path):
-    root = _write(tmp_path, HEADER + """
-    [[parts]]
-    id = "I"
-    title = "P"
-    [[parts.chapters]]
-    id = "00"
-    file = "chapters/00.ipynb"
-    title = "x"
-    status = "planned"
-    [[parts.chapters]]
-    id = "01"
-    file = "chapters/00.ipynb"
-    title = "y"
-    status = "planned"
-    """)
+def test_duplicate_file_is_rejected(write_book):
+    root = write_book(write_book.chapter("00", "chapters/00.ipynb"), write_book.chapter("01", "chapters/00.ipynb"))
     with pytest.raises(ValueError, match=r"'chapters/00.ipynb' is used by both chapter 00 and chapter 01"):
         load(root)
 
 
-def test_lab_without_solution_is_rejected(tmp_path):
-    root = _write(tmp_path, HEADER + """
-    [[parts]]
-    id = "I"
-    title = "P"
-    [[parts.labs]]
-    id = "lab01"
-    file = "labs/lab01.ipynb"
-    title = "x"
-    status = "planned"
-    """)
+def test_lab_without_solution_is_rejected(write_book):
+    root = write_book(write_book.chapter("lab01", "labs/lab01.ipynb"))
+    root.joinpath("book.toml").write_text(root.joinpath("book.toml").read_text().replace("parts.chapters",
+                                                                                        "parts.labs"))
     with pytest.raises(ValueError, match=r"lab lab01 needs a 'solution' notebook path"):
         load(root)
 
 
-def test_bad_budget_is_rejected(tmp_path):
-    root = _write(tmp_path, HEADER + """
-    [[parts]]
-    id = "I"
-    title = "P"
-    [[parts.chapters]]
-    id = "00"
-    file = "chapters/00.ipynb"
-    title = "x"
-    status = "planned"
-    sim_budget_s = -5
-    """)
+def test_bad_budget_is_rejected(write_book):
+    root = write_book(write_book.chapter("00", "chapters/00.ipynb", sim_budget_s=-5))
     with pytest.raises(ValueError, match=r"sim_budget_s = -5; expected seconds > 0"):
         load(root)
 
