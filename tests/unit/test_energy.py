@@ -89,3 +89,61 @@ def test_overhead_view_title_states_the_share():
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ seed 002's 47 / 47 / 6 % breakdown
+def test_mac_energy_per_level_follows_reuse():
+    # int8 (1 byte = 1/4 word): 5 pJ/word / 4 elements per word / reuse 4 = 0.3125 pJ per MAC
+    e = E.mac_energy(0.3125, 1, local_reuse=4, onchip_reuse=10, dram_reuse=100)
+    assert e.memories_pJ == pytest.approx(5 / 4 / 4)
+    assert e.movement_pJ == pytest.approx(50 / 4 / 10)
+    assert e.dram_pJ == pytest.approx(640 / 4 / 100)
+    assert e.total_pJ == pytest.approx(0.3125 + 0.3125 + 1.25 + 1.6)
+    assert sum(e.shares.values()) == pytest.approx(1)
+    assert E.mac_energy(1.0, 4, 1, 1).dram_pJ == 0.0  # everything on chip by default
+
+
+def test_tile_reuse_is_outputs_over_inputs_per_k_step():
+    assert E.tile_reuse(16) == 8.0 and E.tile_reuse(1) == 0.5
+    assert E.tile_reuse(128, 8) == pytest.approx(1024 / 136)
+
+
+def test_reuse_for_breakdown_reproduces_the_seed_shares():
+    assert E.IMMA.math_energy_pJ_per_mac == pytest.approx(160 / 512)
+    local, onchip = E.reuse_for_breakdown(E.IMMA.math_energy_pJ_per_mac, 1)
+    assert local == pytest.approx(4.0)  # memories = math needs 4 MACs per int8 element read locally
+    assert onchip == pytest.approx(50 / 4 / (0.3125 * 6 / 47))
+    shares = E.mac_energy(E.IMMA.math_energy_pJ_per_mac, 1, local, onchip).shares
+    for part, want in E.SEED002_BREAKDOWN.items():
+        assert shares[part] == pytest.approx(want)
+
+
+@given(st.floats(1, 1e4))
+def test_bigger_tiles_move_less(t):
+    a = E.mac_energy(0.3, 1, 4, E.tile_reuse(t)).shares["data movement"]
+    b = E.mac_energy(0.3, 1, 4, E.tile_reuse(2 * t)).shares["data movement"]
+    assert b < a
+
+
+def test_breakdown_errors_name_the_argument():
+    with pytest.raises(ValueError, match="must add up to 1"):
+        E.reuse_for_breakdown(0.3, 1, {"math": 0.5, "memories": 0.5, "data movement": 0.5})
+    with pytest.raises(ValueError, match=r"\['memories'\] missing"):
+        E.reuse_for_breakdown(0.3, 1, {"math": 0.9, "data movement": 0.1})
+    with pytest.raises(ValueError, match="local_reuse must be a positive finite number, got 0"):
+        E.mac_energy(0.3, 1, 0, 10)
+    with pytest.raises(ValueError, match="dram_reuse must be a positive number or math.inf, got -1"):
+        E.mac_energy(0.3, 1, 1, 10, dram_reuse=-1)
+    with pytest.raises(ValueError, match="precision='fp64'"):
+        E.breakdown_view(precision="fp64")
+
+
+def test_breakdown_view_title_states_the_shares():
+    import matplotlib.pyplot as plt
+
+    fig = E.breakdown_view(onchip_tile=626, local_reuse=4.0, precision="int8 (IMMA)")
+    assert "math 47 %, memories 47 %, data movement 6 %" in fig._suptitle.get_text()
+    plt.close(fig)
+    fig = E.breakdown_view(onchip_tile=16, local_reuse=4.0, precision="int8 (IMMA)")
+    assert "data movement 71 %" in fig._suptitle.get_text()
+    plt.close(fig)

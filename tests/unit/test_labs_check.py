@@ -90,3 +90,35 @@ def test_a_stub_raises_its_task_name():
         raise NotImplementedError("Task 1.1")
     with pytest.raises(NotImplementedError, match="Task 1.1"):
         C.check_kernel(stub, spec, make, [3], report=None)
+
+
+def test_raise_after_a_printed_report_does_not_repeat_it():
+    r = C.check_kernel(skips_tail, spec, make, [1, 7], report=io.StringIO())
+    with pytest.raises(AssertionError, match="skips_tail did not pass: see Yours beside Spec"):
+        r.raise_if_failed()
+
+
+def test_check_values_shows_yours_and_spec_and_the_hint():
+    def spec_bytes(n, tile):
+        return 4 * n * -(-n // tile)
+
+    def forgot_ceiling(n, tile):
+        return 4 * n * (n // tile)
+
+    buf = io.StringIO()
+    r = C.check_values(forgot_ceiling, spec_bytes, [(32, 16), (37, 16)], name="bytes",
+                       hint="round the number of tiles up", report=buf)
+    text = buf.getvalue()
+    assert not r.passed
+    assert "ok   bytes(32, 16) = 256" in text  # a multiple of the tile hides the bug ...
+    assert "FAIL bytes(37, 16):  Yours:                    296  Spec: 444" in text  # ... an odd size shows it
+    assert "Hint: round the number of tiles up" in text
+    assert C.check_values(spec_bytes, spec_bytes, [(37, 16)], report=None).passed
+
+
+def test_check_values_fails_on_none_and_bad_arguments():
+    assert not C.check_values(lambda n: None, lambda n: n, [3], report=None).passed
+    with pytest.raises(ValueError, match="cases must list at least one"):
+        C.check_values(abs, abs, [], report=None)
+    with pytest.raises(ValueError, match="rtol must be a non-negative number, got -1"):
+        C.check_values(abs, abs, [1], rtol=-1, report=None)

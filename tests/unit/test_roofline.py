@@ -115,3 +115,29 @@ def test_current_gpu_roofline_measures_nothing_on_the_simulator():
     called = []
     assert R.current_gpu_roofline(lambda: called.append(1), lambda: called.append(2)) is None
     assert called == []
+
+
+def test_conv_layer_counts():
+    c = R.conv_layer(3, 5, 7, 11, kernel=3, batch=2, precision="fp32")
+    assert c.weights == 5 * 3 * 9
+    assert c.flops == 2 * 135 * 7 * 11 * 2
+    assert c.bytes_moved == (135 + (3 + 5) * 7 * 11 * 2) * 4
+    # a 1x1 convolution on a 1x1 image is a dense layer
+    one = R.conv_layer(64, 32, 1, 1, kernel=1, batch=9, precision="fp16")
+    dense = R.dense_layer(64, 32, 9, "fp16")
+    assert (one.flops, one.bytes_moved) == (dense.flops, dense.bytes_moved)
+
+
+@given(st.integers(1, 512), st.integers(2, 64), st.sampled_from([1, 3, 5]))
+def test_conv_beats_the_dense_layer_with_the_same_weights(c, hw, k):
+    # seed 001: "Convolutional layers even more compute bound"
+    conv = R.conv_layer(c, c, hw, hw, k, 1, "fp16")
+    dense = R.dense_layer(c * k * k, c, 1, "fp16")
+    assert conv.intensity_FLOP_per_byte > dense.intensity_FLOP_per_byte
+
+
+def test_conv_layer_errors_name_the_argument():
+    with pytest.raises(ValueError, match="kernel must be a positive integer, got 0"):
+        R.conv_layer(4, 4, 8, 8, kernel=0)
+    with pytest.raises(ValueError, match="precision='int4'"):
+        R.conv_layer(4, 4, 8, 8, precision="int4")

@@ -55,6 +55,7 @@ class CheckResult:
     passed: bool = True
     lines: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
+    printed: bool = False  # the report was already printed, so an exception need not repeat it
 
     def __bool__(self) -> bool:
         return self.passed
@@ -63,8 +64,11 @@ class CheckResult:
         return "\n".join(self.lines + ([""] + [f"Hint: {h}" for h in self.hints] if self.hints else []))
 
     def raise_if_failed(self):
-        """Raise AssertionError with the report when the check failed (for a grader or a test)."""
+        """Raise AssertionError when the check failed (for a grader or a test), with the report unless it
+        was printed just above."""
         if not self.passed:
+            if self.printed:
+                raise AssertionError(f"{self.name} did not pass: see Yours beside Spec and the hints above")
             raise AssertionError(str(self))
 
 
@@ -236,6 +240,53 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
                         f"{[_size_label(s) for s in sizes]}, {repeats} runs each, outputs poisoned with NaN")
     if report is not None:
         print(result, file=report)
+        result.printed = True
+    return result
+
+
+def check_values(yours: Callable, spec: Callable, cases, *, rtol: float = 1e-12, name: str | None = None,
+                 hint: str | None = None, report=sys.stdout) -> CheckResult:
+    """Compare a plain (non-kernel) function with its specification on a list of argument tuples.
+
+    For counting and modelling tasks (bytes moved, FLOPs, intensity), where the answer is a number: each
+    case prints ``ok`` or ``FAIL`` with Yours beside Spec.
+
+    Args:
+        yours, spec: called as ``f(*case)``; each returns a number.
+        cases: argument tuples to try (include awkward ones: sizes that are not multiples of a tile).
+        rtol: allowed relative difference (the default allows only float rounding of the same formula).
+        hint: printed on failure, e.g. which term students usually forget.
+
+    >>> r = check_values(lambda n: 2 * n, lambda n: 2 * n, [(1,), (37,)], name="double", report=None)
+    >>> r.passed, r.lines[0]
+    (True, 'ok   double(1) = 2')
+    """
+    cases = [c if isinstance(c, tuple) else (c,) for c in cases]
+    if not cases:
+        raise ValueError("cases must list at least one argument tuple to try")
+    if not (isinstance(rtol, (int, float)) and rtol >= 0):
+        raise ValueError(f"rtol must be a non-negative number, got {rtol!r}")
+    name = name or getattr(yours, "__name__", "your function")
+    result = CheckResult(name)
+    for case in cases:
+        args = ", ".join(repr(a) for a in case)
+        want = spec(*case)
+        got = yours(*case)
+        try:
+            ok = got is not None and bool(np.isclose(float(got), float(want), rtol=rtol, atol=0))
+        except (TypeError, ValueError):
+            ok = False
+        if ok:
+            result.lines.append(f"ok   {name}({args}) = {got:.6g}")
+        else:
+            result.passed = False
+            result.lines.append(f"FAIL {name}({args}):  Yours: {got!r:>22}  Spec: {float(want):.12g}")
+    if not result.passed and hint:
+        result.hints.append(hint)
+    result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} on {len(cases)} cases")
+    if report is not None:
+        print(result, file=report)
+        result.printed = True
     return result
 
 

@@ -30,12 +30,19 @@ GPU_INSTRUCTION_OVERHEAD_pJ = 30.0  # fetch + decode + operand access of one ins
 # An ARM out-of-order core: overhead of one instruction and the 16-bit integer add it performs (seed 002).
 ARM_CORE_OVERHEAD_pJ = 250.0
 ADD_INT16_pJ = 0.032  # "32 femtojoules"
+CPU_FP16_OVERHEAD_RATIO = 1000.0  # seed 002: complex CPUs spend "~1000x" an FP16 operation on overhead
 
 # Energy to read one 32-bit word from each level of an accelerator's memory (seed 002).
 SRAM_LOCAL_8KB_pJ_PER_WORD = 5.0
 ON_CHIP_SRAM_pJ_PER_WORD = 50.0  # "hundreds of MB" away on the die; 45 pJ of it is wire
 OFF_CHIP_DRAM_pJ_PER_WORD = 640.0  # LPDDR / HBM
+ON_CHIP_WIRE_pJ_PER_WORD = 45.0  # seed 002: of the 50 pJ on-chip access, 45 pJ is communication (wires)
 WORD_BYTES = 4
+
+# Seed 002's breakdown of the energy of an NVIDIA deep-learning inference accelerator: the datapath and MAC
+# units, the memories next to them (weight, input and accumulation buffers, accumulation collector), and
+# data movement between them.
+SEED002_BREAKDOWN = {"math": 0.47, "memories": 0.47, "data movement": 0.06}
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,11 @@ class Instruction:
     @property
     def math_energy_pJ_per_op(self) -> float:
         return self.math_energy_pJ / self.ops
+
+    @property
+    def math_energy_pJ_per_mac(self) -> float:
+        """Energy of one multiply-accumulate (a multiply and an add) inside this instruction."""
+        return 2 * self.math_energy_pJ / self.ops
 
 
 # ops: HFMA = 1 multiply + 1 add; HDP4A = 4 multiplies + 4 adds; HMMA = 4x4x4 = 64 multiplies + 64 adds
@@ -190,6 +202,142 @@ def memory_to_math_ratio(pJ_per_word: float, math_pJ_per_op: float, ops_per_word
     if np.any(ops <= 0):
         raise ValueError(f"ops_per_word must be positive, got {ops_per_word!r}")
     return pJ_per_word / (ops * math_pJ_per_op)
+
+
+# ----------------------------------------------------------------- where the energy of a tiled GEMM goes
+@dataclass(frozen=True)
+class MacEnergy:
+    """Energy per multiply-accumulate (MAC) of a tiled GEMM, split by where it is spent, in pJ per MAC.
+
+    ``math``: the MAC itself. ``memories``: reading operands from the small buffers beside the datapath.
+    ``movement``: carrying operands across the chip from a large on-chip SRAM. ``dram``: fetching them from
+    off-chip memory.
+    """
+
+    math_pJ: float
+    memories_pJ: float
+    movement_pJ: float
+    dram_pJ: float = 0.0
+
+    @property
+    def total_pJ(self) -> float:
+        return self.math_pJ + self.memories_pJ + self.movement_pJ + self.dram_pJ
+
+    @property
+    def shares(self) -> dict:
+        """Each part's share of the total, keyed like :data:`SEED002_BREAKDOWN` (plus ``"dram"``)."""
+        t = self.total_pJ
+        return {"math": self.math_pJ / t, "memories": self.memories_pJ / t,
+                "data movement": self.movement_pJ / t, "dram": self.dram_pJ / t}
+
+
+def tile_reuse(tile_m: int, tile_n: int | None = None) -> float:
+    """MACs per operand element fetched when a ``tile_m x tile_n`` block of outputs is computed together.
+
+    Each step along K brings ``tile_m`` elements of A and ``tile_n`` of B and does ``tile_m tile_n`` MACs,
+    so every element fetched is used ``tile_m tile_n / (tile_m + tile_n)`` times (``T / 2`` for a square tile).
+
+    >>> tile_reuse(1), tile_reuse(16), tile_reuse(128, 8)
+    (0.5, 8.0, 7.529411764705882)
+    """
+    tile_n = tile_m if tile_n is None else tile_n
+    m, n = _positive("tile_m", tile_m), _positive("tile_n", tile_n)
+    return m * n / (m + n)
+
+
+def mac_energy(mac_pJ: float, bytes_per_element: float, local_reuse: float, onchip_reuse: float,
+               dram_reuse: float = math.inf, *, local_pJ_per_word: float = SRAM_LOCAL_8KB_pJ_PER_WORD,
+               onchip_pJ_per_word: float = ON_CHIP_SRAM_pJ_PER_WORD,
+               dram_pJ_per_word: float = OFF_CHIP_DRAM_pJ_PER_WORD) -> MacEnergy:
+    """Energy per MAC of a GEMM whose operands are reused ``*_reuse`` times at each level of memory.
+
+    A reuse of ``r`` at a level means one element is read there for every ``r`` MACs; an element is
+    ``bytes_per_element / 4`` of a 32-bit word, so that level costs ``pJ_per_word (bytes / 4) / r`` per MAC.
+    ``dram_reuse = inf`` (the default) models a chip that holds everything on die, as an inference
+    accelerator holding its weights does.
+
+    >>> e = mac_energy(0.3125, 1, local_reuse=4, onchip_reuse=313)   # int8, IMMA's energy per MAC
+    >>> {k: round(v, 2) for k, v in e.shares.items()}
+    {'math': 0.47, 'memories': 0.47, 'data movement': 0.06, 'dram': 0.0}
+    """
+    m = _positive("mac_pJ", mac_pJ)
+    words = _positive("bytes_per_element", bytes_per_element) / WORD_BYTES
+    lr, cr = _positive("local_reuse", local_reuse), _positive("onchip_reuse", onchip_reuse)
+    if not (isinstance(dram_reuse, (int, float)) and dram_reuse > 0):
+        raise ValueError(f"dram_reuse must be a positive number or math.inf, got {dram_reuse!r}")
+    dram = 0.0 if math.isinf(dram_reuse) else _positive("dram_pJ_per_word", dram_pJ_per_word) * words / dram_reuse
+    return MacEnergy(m, _positive("local_pJ_per_word", local_pJ_per_word) * words / lr,
+                     _positive("onchip_pJ_per_word", onchip_pJ_per_word) * words / cr, dram)
+
+
+def reuse_for_breakdown(mac_pJ: float, bytes_per_element: float, breakdown: dict = SEED002_BREAKDOWN, *,
+                        local_pJ_per_word: float = SRAM_LOCAL_8KB_pJ_PER_WORD,
+                        onchip_pJ_per_word: float = ON_CHIP_SRAM_pJ_PER_WORD) -> tuple[float, float]:
+    """The (local, on-chip) reuse that makes :func:`mac_energy` give ``breakdown``'s shares.
+
+    From memories / math = (local pJ x bytes / 4) / (reuse x mac pJ), solved for the reuse; likewise for
+    data movement.
+
+    Raises:
+        ValueError: a share that is not positive, or shares that do not add up to 1.
+    """
+    missing = {"math", "memories", "data movement"} - set(breakdown)
+    if missing:
+        raise ValueError(f"breakdown must give shares for 'math', 'memories' and 'data movement'; "
+                         f"{sorted(missing)} missing in {breakdown!r}")
+    shares = {k: _positive(f"breakdown[{k!r}]", breakdown[k]) for k in ("math", "memories", "data movement")}
+    if abs(sum(breakdown.values()) - 1) > 1e-9:
+        raise ValueError(f"breakdown shares must add up to 1, got {breakdown!r} (sum {sum(breakdown.values())})")
+    m, words = _positive("mac_pJ", mac_pJ), _positive("bytes_per_element", bytes_per_element) / WORD_BYTES
+    local = _positive("local_pJ_per_word", local_pJ_per_word) * words / (m * shares["memories"] / shares["math"])
+    onchip = _positive("onchip_pJ_per_word", onchip_pJ_per_word) * words / (
+        m * shares["data movement"] / shares["math"])
+    return local, onchip
+
+
+BREAKDOWN_PRECISIONS = {"int8 (IMMA)": (IMMA, 1), "fp16 (HMMA)": (HMMA, 2)}  # MAC energy from, bytes/element
+
+
+def breakdown_view(onchip_tile: int = 626, local_reuse: float = 4.0, precision: str = "int8 (IMMA)"):
+    """Widget view: the energy split of a tiled GEMM next to seed 002's 47 / 47 / 6 %, and how the data
+    movement share falls as the on-chip tile (square, ``onchip_tile`` outputs a side) grows.
+
+    Returns a matplotlib Figure whose title states the three shares.
+    """
+    import matplotlib.pyplot as plt
+
+    if precision not in BREAKDOWN_PRECISIONS:
+        raise ValueError(f"precision={precision!r}; expected one of {sorted(BREAKDOWN_PRECISIONS)}")
+    ins, nbytes = BREAKDOWN_PRECISIONS[precision]
+    mac = ins.math_energy_pJ_per_mac
+    here = mac_energy(mac, nbytes, local_reuse, tile_reuse(onchip_tile)).shares
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 1.3]})
+    rows = [("seed 002", SEED002_BREAKDOWN), ("model", here)]
+    colors = {"math": "tab:blue", "memories": "tab:orange", "data movement": "tab:green"}
+    for y, (label, sh) in enumerate(rows):
+        left = 0.0
+        for part, color in colors.items():
+            ax1.barh(y, 100 * sh[part], left=left, color=color, label=part if y == 0 else None)
+            if sh[part] > 0.04:
+                ax1.text(left + 50 * sh[part], y, f"{100 * sh[part]:.0f} %", ha="center", va="center")
+            left += 100 * sh[part]
+    ax1.set_yticks([0, 1], [r[0] for r in rows])
+    ax1.set_xlabel("share of energy per MAC (%)")
+    ax1.set_xlim(0, 100)
+    ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8)
+    tiles = np.unique(np.logspace(0, 4, 80).astype(int))
+    moves = [mac_energy(mac, nbytes, local_reuse, tile_reuse(int(t))).shares["data movement"] for t in tiles]
+    ax2.loglog(tiles, 100 * np.array(moves), label="data movement share")
+    ax2.axhline(100 * SEED002_BREAKDOWN["data movement"], color="grey", ls=":", label="seed 002: 6 %")
+    ax2.axvline(onchip_tile, color="k", ls="--", lw=1)
+    ax2.set_xlabel("on-chip tile (outputs per side)")
+    ax2.set_ylabel("data movement share (%)")
+    ax2.legend(fontsize=8)
+    ax2.grid(True, which="both", alpha=0.3)
+    fig.suptitle(f"{precision}, tile {onchip_tile}, local reuse {local_reuse:g}: math {100 * here['math']:.0f} %, "
+                 f"memories {100 * here['memories']:.0f} %, data movement {100 * here['data movement']:.0f} %")
+    fig.tight_layout()
+    return fig
 
 
 def overhead_view(ops_per_instruction: float = 128, overhead_pJ: float = GPU_INSTRUCTION_OVERHEAD_pJ,

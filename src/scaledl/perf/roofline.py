@@ -198,6 +198,64 @@ def dense_layer(n_in: int, n_out: int, batch: int = 1, precision: str = "fp32") 
     return LayerGemm(int(n_in), int(n_out), int(batch), BYTES_PER_ELEMENT[precision])
 
 
+@dataclass(frozen=True)
+class ConvLayer:
+    """A 2-D convolution (stride 1, "same" padding) on a minibatch, with the least traffic any kernel moves.
+
+    The ``c_out x c_in x k x k`` weights are applied at each of the ``height x width`` positions of each of
+    ``batch`` images: ``2 c_out c_in k^2 h w b`` FLOPs. Traffic counts weights, input and output once each.
+    (Lowered to a GEMM by im2col, M = c_out, N = h w b, K = c_in k^2; the im2col matrix repeats each input
+    element up to k^2 times, so a kernel that materialises it moves more than this.)
+    """
+
+    c_in: int
+    c_out: int
+    height: int
+    width: int
+    kernel: int
+    batch: int
+    bytes_per_element: int
+
+    @property
+    def weights(self) -> int:
+        return self.c_out * self.c_in * self.kernel**2
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.weights * self.height * self.width * self.batch
+
+    @property
+    def bytes_moved(self) -> int:
+        pixels = self.height * self.width * self.batch
+        return (self.weights + (self.c_in + self.c_out) * pixels) * self.bytes_per_element
+
+    @property
+    def intensity_FLOP_per_byte(self) -> float:
+        return self.flops / self.bytes_moved
+
+
+def conv_layer(c_in: int, c_out: int, height: int, width: int, kernel: int = 3, batch: int = 1,
+               precision: str = "fp32") -> ConvLayer:
+    """The traffic-minimal model of a ``kernel x kernel`` convolution layer.
+
+    Each weight is used at every pixel, so a convolution reuses its weights ``height x width`` times more
+    than a dense layer with the same weights (seed 001: "Convolutional layers even more compute bound").
+
+    >>> round(conv_layer(256, 256, 56, 56, 3, 1, "fp16").intensity_FLOP_per_byte, 1)
+    842.5
+    >>> round(dense_layer(256 * 9, 256, 1, "fp16").intensity_FLOP_per_byte, 3)   # the same weights, dense
+    0.996
+    """
+    for name, v in (("c_in", c_in), ("c_out", c_out), ("height", height), ("width", width), ("kernel", kernel),
+                    ("batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if precision not in BYTES_PER_ELEMENT:
+        raise ValueError(f"precision={precision!r}; expected one of {sorted(BYTES_PER_ELEMENT)}")
+    return ConvLayer(int(c_in), int(c_out), int(height), int(width), int(kernel), int(batch),
+                     BYTES_PER_ELEMENT[precision])
+
+
 def batch_for_intensity(n: int, target_FLOP_per_byte: float, bytes_per_element: int) -> float:
     """Smallest batch at which a square ``n x n`` layer reaches ``target`` intensity (inf if it never does).
 
