@@ -8,7 +8,7 @@ import pytest
 
 from scaledl.numerics.logarithmic import worst_relative_error
 from scaledl.numerics.logarithmic_compare import (
-    DOT_METHODS, dot_error_study, round_float_mantissa, view_relative_error, worst_case_errors,
+    DOT_METHODS, dot_error_study, error_by_octave, round_float_mantissa, view_relative_error, worst_case_errors,
 )
 
 matplotlib.use("Agg")
@@ -64,3 +64,24 @@ def test_view_relative_error_draws_both_worst_cases():
     fig = view_relative_error(frac_bits=3, mantissa_bits=3)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "worst 4.43 %" in labels and "worst 5.88 %" in labels
+
+
+def test_error_by_octave_closed_forms():
+    e = error_by_octave(octaves=20, samples_per_octave=2048)
+    # samples are 2**(1/2048) apart (0.034 %), so a worst case is found to within about 1 % of itself
+    assert set(e) == {"INT8 (scaled)", "FP8 E4M3", "Log 4.3"} and all(v.shape == (20,) for v in e.values())
+    # Log 4.3: the same worst error 2**(1/16) - 1 in each of its 15 full octaves, then everything flushes.
+    np.testing.assert_allclose(e["Log 4.3"][:15], worst_relative_error(3), rtol=1e-2)
+    assert np.all(e["Log 4.3"][15:] == 1.0)
+    # E4M3 normal octaves: the tie 1 + 1/16 rounds to 1: 1/17. Its subnormal step is 2**-9; the octave
+    # [2**-6, 2**-5) of 448 / 2**k (k = 15) sits on it: worst half step over the smallest value there.
+    np.testing.assert_allclose(e["FP8 E4M3"][:14], 1 / 17, rtol=1e-2)
+    assert np.all(e["FP8 E4M3"][:14] <= 1 / 17)
+    assert np.all(e["Log 4.3"][:15] <= worst_relative_error(3) * (1 + 1e-12))  # the tie itself is sampled
+    assert e["FP8 E4M3"][15] > 0.1 and e["FP8 E4M3"][-1] == 1.0
+    # INT8 scaled to 448: step 448/127; octave 0 holds [224, 448): worst is half a step over about 224
+    # (checked within the sampling resolution), and the error doubles each octave down.
+    assert e["INT8 (scaled)"][0] == pytest.approx(0.5 * 448 / 127 / 224, rel=0.02)
+    assert np.all(np.diff(e["INT8 (scaled)"][:7]) > 0) and e["INT8 (scaled)"][7] == 1.0
+    with pytest.raises(ValueError, match="octaves must be a positive int, got 0"):
+        error_by_octave(octaves=0)

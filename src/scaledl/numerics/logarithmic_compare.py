@@ -19,8 +19,8 @@ import numpy as np
 from scaledl.numerics.logarithmic import LOG_4_3, lns_encode, lns_quantize
 from scaledl.numerics.logarithmic_sum import binned_dot, mitchell_dot
 
-__all__ = ["round_float_mantissa", "worst_case_errors", "dot_error_study", "DOT_METHODS",
-           "view_relative_error"]
+__all__ = ["round_float_mantissa", "worst_case_errors", "error_by_octave", "OCTAVE_FORMATS", "dot_error_study",
+           "DOT_METHODS", "view_relative_error"]
 
 
 def round_float_mantissa(x, mantissa_bits: int) -> np.ndarray:
@@ -55,6 +55,47 @@ def worst_case_errors(samples: int = 1 << 20) -> dict[str, dict[str, float]]:
     }
     for v in out.values():
         v["bits"] = -math.log2(v["vs_true"])
+    return out
+
+
+def _int8_symmetric(x, top):
+    step = top / 127.0  # int8 scaled so that 127 codes reach the format's top; nothing clips
+    return np.clip(np.rint(x / step), -127, 127) * step
+
+
+# each entry: (largest value, rounding function) for positive inputs; all three are 8-bit codes
+OCTAVE_FORMATS = {
+    "INT8 (scaled)": (448.0, lambda x: _int8_symmetric(x, 448.0)),
+    "FP8 E4M3": (448.0, lambda x: x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)),
+    "Log 4.3": (LOG_4_3.max_value, lambda x: lns_quantize(x, int_bits=LOG_4_3.int_bits,
+                                                          frac_bits=LOG_4_3.frac_bits)),
+}
+
+
+def error_by_octave(octaves: int = 20, samples_per_octave: int = 4096) -> dict[str, np.ndarray]:
+    """Worst relative rounding error ``|q - x| / x`` of each 8-bit format, octave by octave below its maximum.
+
+    Octave ``k`` holds the values in ``[top * 2**-(k+1), top * 2**-k)`` where ``top`` is the format's largest
+    value, so the formats are compared over the same span of their own windows (a scale factor can slide any
+    window). A value that flushes to zero has error 1 (100 %).
+
+    Returns:
+        ``{format name: array of length octaves}``, names as in :data:`OCTAVE_FORMATS`.
+
+    >>> e = error_by_octave(octaves=16, samples_per_octave=512)
+    >>> round(float(e["Log 4.3"][10]), 4), round(float(e["FP8 E4M3"][15]), 4)  # E4M3 is subnormal there
+    (0.0443, 0.1429)
+    """
+    if not isinstance(octaves, (int, np.integer)) or octaves < 1:
+        raise ValueError(f"octaves must be a positive int, got {octaves!r}")
+    t = np.arange(samples_per_octave) / samples_per_octave  # position inside an octave, log-spaced values
+    out = {}
+    for name, (top, rnd) in OCTAVE_FORMATS.items():
+        worst = np.empty(octaves)
+        for k in range(octaves):
+            x = top * np.exp2(-(k + 1) + t)
+            worst[k] = np.max(np.abs(rnd(x) - x) / x)
+        out[name] = worst
     return out
 
 
