@@ -40,3 +40,17 @@ def test_cli_entry_point(python):
                {"SCALEDL_BACKEND": "simulator", "SCALEDL_QUIET": "1"})
     assert r.returncode == 2, r.stderr
     assert "scaledl bench needs a CUDA GPU" in r.stdout
+
+
+def test_check_reports_mismatches_including_scalars():
+    import numpy as np
+
+    from scaledl.kernels.bench import _check
+
+    _check("ok", np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]), 1e-6)
+    with pytest.raises(RuntimeError, match=r"v does not match its reference \(1 elements\): \(1,\): spec 3.0 got 2.0"):
+        _check("v", np.array([1.0, 2.0]), np.array([1.0, 3.0]), 0.5)
+    with pytest.raises(RuntimeError, match="sum does not match"):  # a scalar: np.argwhere(0-d) would lose it
+        _check("sum", 1.0, 2.0, 0.1)
+    with pytest.raises(RuntimeError, match="nan"):  # NaN never passes a tolerance
+        _check("nan", np.array([np.nan]), np.array([0.0]), 1.0)

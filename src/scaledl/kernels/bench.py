@@ -25,6 +25,7 @@ import numpy as np
 import scaledl.device
 
 TARGETS = {"gemm": 0.50, "stream": 0.85, "reduce": 0.85}  # fraction of the baseline (see module docstring)
+STREAM_INNER = 10  # launches per event pair for sub-millisecond kernels (see time_ms)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def no_gpu_message() -> str:
 def _import_cupy():
     import os
 
-    os.environ.setdefault("CUPY_TF32", "0")  # CuPy reads it at import: plain FP32 cuBLAS, like our kernels
+    os.environ["CUPY_TF32"] = "0"  # CuPy reads it at import: plain FP32 cuBLAS (no TF32), like our kernels
     try:
         import cupy
 
@@ -76,10 +77,19 @@ def _import_cupy():
 
 
 # ------------------------------------------------------------------------------------------ GPU timing
-def time_ms(fn, repeats: int, warmup: int = 3) -> float:  # pragma: no cover - needs a GPU
-    """Median milliseconds of ``fn()`` over ``repeats`` launches, each timed with a pair of CUDA events."""
+def time_ms(fn, repeats: int, warmup: int = 3, inner: int = 1) -> float:  # pragma: no cover - needs a GPU
+    """Median milliseconds per call of ``fn()``: ``repeats`` samples, each a pair of CUDA events around
+    ``inner`` back-to-back calls (divided by ``inner``).
+
+    Launches are asynchronous, so with ``inner > 1`` the Python cost of preparing launch ``i + 1`` overlaps
+    with kernel ``i`` running; only the first launch's host overhead lands inside the events. Use it for
+    kernels of well under a millisecond (streams, reductions), where one launch's host overhead (tens of
+    microseconds in Numba) would otherwise be a visible part of the time.
+    """
     from numba import cuda
 
+    if repeats < 1 or inner < 1:
+        raise ValueError(f"repeats and inner must be >= 1, got repeats={repeats}, inner={inner}")
     for _ in range(warmup):
         fn()
     cuda.synchronize()
@@ -87,18 +97,24 @@ def time_ms(fn, repeats: int, warmup: int = 3) -> float:  # pragma: no cover - n
     for _ in range(repeats):
         start, stop = cuda.event(), cuda.event()
         start.record()
-        fn()
+        for _ in range(inner):
+            fn()
         stop.record()
         stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop))
+        times.append(cuda.event_elapsed_time(start, stop) / inner)
     return statistics.median(times)
 
 
-def _check(name: str, got, want, tol: float):  # pragma: no cover - needs a GPU
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+def _check(name: str, got, want, tol) -> None:
+    """Raise RuntimeError listing the first ten (index, spec, got) triples where ``|got - want| > tol``.
+
+    Scalars are checked as 1-element arrays (``np.argwhere`` of a 0-d array has no columns, so a failing
+    scalar would otherwise report no bad index and pass)."""
+    got, want = np.atleast_1d(np.asarray(got, np.float64)), np.atleast_1d(np.asarray(want, np.float64))
     bad = np.argwhere(~(np.abs(got - want) <= tol))
     if bad.size:
-        shown = "; ".join(f"{tuple(i)}: spec {want[tuple(i)]!r} got {got[tuple(i)]!r}" for i in bad[:10])
+        shown = "; ".join(f"{tuple(int(j) for j in i)}: spec {float(want[tuple(i)])!r} got "
+                          f"{float(got[tuple(i)])!r}" for i in bad[:10])
         raise RuntimeError(f"{name} does not match its reference ({len(bad)} elements): {shown}")
 
 
@@ -141,7 +157,8 @@ def bench_streams(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - 
     b = rng.standard_normal(n, dtype=np.float32)
     da, db, dc = cuda.to_device(a), cuda.to_device(b), cuda.device_array(n, np.float32)
     ca, cc = cp.asarray(da), cp.asarray(dc)
-    t_copy = time_ms(lambda: cc.data.copy_from_device_async(ca.data, ca.nbytes), repeats)  # cudaMemcpy D2D
+    t_copy = time_ms(lambda: cc.data.copy_from_device_async(ca.data, ca.nbytes), repeats,
+                     inner=STREAM_INNER)  # cudaMemcpyAsync device to device
     copy_GBps = bw.stream_bytes("copy", n) / t_copy / 1e6
     rows = [Row("copy (CuPy)", f"{n:,}", t_copy, copy_GBps, "GB/s", "-", None)]
     s = 3.0
@@ -151,7 +168,7 @@ def bench_streams(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - 
     for op, (fn, want) in runs.items():
         fn()
         _check(op, dc.copy_to_host(), want, 2 * np.finfo(np.float32).eps * (np.abs(want) + 1))
-        t = time_ms(fn, repeats)
+        t = time_ms(fn, repeats, inner=STREAM_INNER)
         rate = bw.stream_bytes(op, n) / t / 1e6
         rows.append(Row(op, f"{n:,}", t, rate, "GB/s", "CuPy copy", rate / copy_GBps, TARGETS["stream"]))
     for variant in ("shared", "warp"):
@@ -159,11 +176,12 @@ def bench_streams(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - 
         _check(f"sum {variant}", got, sum_reference(a), n * np.finfo(np.float32).eps * float(np.abs(a).sum()))
         blocks = 2048  # 2048 x 256 threads: several full waves on any current GPU
         partial, result = cuda.device_array(blocks, np.float32), cuda.device_array(1, np.float32)
-        t = time_ms(lambda: reduce_sum_into(da, partial, result, variant), repeats)  # no alloc, no copy back
+        t = time_ms(lambda: reduce_sum_into(da, partial, result, variant), repeats,
+                    inner=STREAM_INNER)  # no allocation, no copy back
         rate = n * 4 / t / 1e6
         rows.append(Row(f"sum {variant}", f"{n:,}", t, rate, "GB/s", "CuPy copy", rate / copy_GBps,
                         TARGETS["reduce"]))
-    t_sum = time_ms(lambda: cp.sum(ca), repeats)
+    t_sum = time_ms(lambda: cp.sum(ca), repeats, inner=STREAM_INNER)
     rows.append(Row("sum (CuPy)", f"{n:,}", t_sum, n * 4 / t_sum / 1e6, "GB/s", "CuPy copy",
                     n * 4 / t_sum / 1e6 / copy_GBps))
     return rows
