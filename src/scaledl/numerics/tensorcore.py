@@ -232,12 +232,17 @@ TENSOR_CORE_MODES = ("fp32", "tf32", "fp16")
 def measure_cupy_gemm_TFLOPS(n: int = 8192, mode: str = "fp32", *, repeats: int = 20) -> float:
     """Time an ``n x n x n`` cuBLAS GEMM through CuPy and return TFLOP/s (GPU only; median of ``repeats``).
 
-    Modes: ``fp32`` (CUDA cores: TF32 explicitly disabled), ``tf32`` (FP32 data, TF32 tensor cores,
-    compute capability 8.0 and later), ``fp16`` (FP16 data on the tensor cores).
+    Modes: ``fp32`` (CUDA cores: cuBLAS compute type 32F, TF32 not allowed), ``tf32`` (FP32 data, TF32
+    tensor cores, compute capability 8.0 and later), ``fp16`` (FP16 data, FP32 accumulation on the tensor
+    cores from compute capability 7.0; CuPy picks the tensor-core algorithm for FP16 there).
+
+    Timing: three untimed warm-up calls (cuBLAS chooses and loads its kernel), then ``repeats`` calls each
+    timed by a pair of CUDA events on the stream, and the median.
 
     Raises:
         ValueError: unknown mode, or ``n``/``repeats`` not positive.
-        RuntimeError: no GPU (the simulator backend), or CuPy missing.
+        RuntimeError: no GPU (the simulator backend), CuPy missing, or a mode the GPU lacks (TF32 before
+            compute capability 8.0, where CuPy would silently fall back to plain FP32).
     """
     from scaledl import device
 
@@ -254,15 +259,23 @@ def measure_cupy_gemm_TFLOPS(n: int = 8192, mode: str = "fp32", *, repeats: int 
         from cupy._core import _routines_linalg as cupy_linalg
     except ImportError as err:
         raise RuntimeError("CuPy is needed to time cuBLAS: pip install 'scaledl[cu12]' (or [cu13])") from err
+    cc = device.gpu_info().compute_capability
+    if mode == "tf32" and cc < (8, 0):
+        raise RuntimeError(f"TF32 needs compute capability 8.0 or later; this GPU has {cc[0]}.{cc[1]}")
     dtype = cupy.float16 if mode == "fp16" else cupy.float32
+    # CuPy keys the cuBLAS compute type by the output's dtype; only FP32 outputs need setting. 32F lets
+    # cuBLAS use no TF32 (it would need FAST_TF32 or the TF32 math mode, which CuPy does not set).
     previous = cupy_linalg.get_compute_type(np.float32)
     cupy_linalg.set_compute_type(np.float32, cupy_linalg.COMPUTE_TYPE_TF32 if mode == "tf32"
-                                 else cupy_linalg.COMPUTE_TYPE_PEDANTIC)
+                                 else cupy_linalg.COMPUTE_TYPE_FP32)
     try:
         rng = cupy.random.default_rng(0)
         a = rng.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
         b = rng.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
-        c = cupy.matmul(a, b)  # warm-up: cuBLAS picks its kernel and loads it
+        c = cupy.matmul(a, b)
+        for _ in range(2):  # warm-up: cuBLAS picks its kernel and loads it; clocks ramp up
+            cupy.matmul(a, b, out=c)
+        cupy.cuda.Device().synchronize()
         times_ms = []
         for _ in range(repeats):
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()
