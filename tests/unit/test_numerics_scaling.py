@@ -157,3 +157,15 @@ def test_block_errors_and_axes():
     np.testing.assert_array_equal(mx_quantize(y, "e2m1", axis=0).values, mx_quantize(y.T, "e2m1").values.T)
     np.testing.assert_array_equal(mx_quantize(np.zeros((2, 32)), "e2m1").values, 0)
     np.testing.assert_array_equal(nvfp4_quantize(np.zeros(16)).values, 0)
+
+
+def test_octav_on_an_unsigned_grid_uses_its_finer_step():
+    # ReLU outputs on uint4: 16 levels over [0, c], a step of c/16, half a signed int4 grid's c/8. OCTAV must
+    # model that (B + 1 bits), so its clip is larger than the signed model would pick, and its MSE lower.
+    a = np.abs(np.random.default_rng(3).laplace(size=100_000))
+    s_unsigned = octav_scale(a, "uint4")
+    assert s_unsigned * 15 == pytest.approx(octav_clip(a, 5)[0], rel=1e-12)
+    s_as_if_signed = octav_clip(a, 4)[0] / 15
+    assert s_unsigned > s_as_if_signed
+    err = lambda s: np.mean((quantize(a, "uint4", scale=s) - a) ** 2)  # noqa: E731
+    assert err(s_unsigned) < err(s_as_if_signed)

@@ -139,13 +139,16 @@ def octav_clip(x, bits: int, *, iters: int = 50, c0: float | None = None, rtol: 
 def octav_scale(x, fmt="int8", **kwargs) -> float:
     """The scale from :func:`octav_clip` for an integer format (clip / largest integer).
 
+    An unsigned B-bit grid spends all 2**B levels on [0, c]: its step is half that of a signed grid clipped
+    at c, so its noise is the signed model's with B + 1 bits, and that is what OCTAV is given.
+
     Raises:
         ValueError: ``fmt`` is not an integer format (OCTAV's noise model is that of a uniform grid).
     """
     spec = get_format(fmt)
     if not isinstance(spec, IntFormat):
         raise ValueError(f"fmt: OCTAV's noise model assumes a uniform integer grid; got {spec.name!r}")
-    clip, _ = octav_clip(x, spec.bits, **kwargs)
+    clip, _ = octav_clip(x, spec.bits if spec.signed else spec.bits + 1, **kwargs)
     return _scale_for_clip(clip, spec)
 
 
