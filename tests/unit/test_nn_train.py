@@ -195,3 +195,29 @@ def test_teacher_student_is_nested_and_noise_is_the_label_flip_rate():
         teacher_student(10, noise=0.9)
     with pytest.raises(ValueError, match=r"n_classes: expected an integer >= 2, got 1"):
         teacher_student(10, n_classes=1)
+
+
+def test_dynamic_loss_scaling_backs_off_on_overflow_and_grows_when_calm(data):
+    from scaledl.nn.precision import round_fp16
+
+    # Start far too high for FP16 (65504): every step overflows until the scale has halved enough.
+    policy = Precision(round_fp16, "fp16", loss_scale=2.0 ** 40, dynamic=True, growth_interval=5)
+    _, h = small_run(data, steps=60, precision=policy)
+    scales = h.loss_scale
+    assert scales[0] == 2.0 ** 40
+    # 2^25 times a loss gradient of order 1/32 is still far beyond FP16: the first 15 steps all overflow.
+    assert scales[:16] == [2.0 ** 40 * 0.5 ** i for i in range(16)]
+    assert all(b in (a, a * 0.5, a * 2) for a, b in zip(scales, scales[1:]))
+    assert any(b == 2 * a for a, b in zip(scales, scales[1:]))  # and it grew again after 5 calm steps
+    assert np.isfinite(h.step_loss[-1]) and h.test_accuracy[-1] > 0.5
+    # A fixed scale of 2^40 never recovers: every step is dropped.
+    _, fixed = small_run(data, steps=10, precision=as_fp16_scaled(2.0 ** 40))
+    assert fixed.skipped_steps == 10
+
+
+@pytest.mark.parametrize("kw, message", [({"growth": 0.5}, "growth: expected a finite factor >= 1, got 0.5"),
+                                         ({"backoff": 1.0}, r"backoff: expected a factor in \(0, 1\), got 1.0"),
+                                         ({"growth_interval": 0}, "growth_interval: expected a positive int, got 0")])
+def test_dynamic_scaling_parameters_are_checked(kw, message):
+    with pytest.raises(ValueError, match=message):
+        Precision(np.round, "x", dynamic=True, **kw)

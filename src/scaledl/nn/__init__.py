@@ -21,7 +21,8 @@ Hooks for the later parts
     * gradient transform: ``train(..., grad_transform=lambda grads: grads)`` before every update;
     * masks (pruning): ``model.set_masks({"fc1.W": bool array})``, kept through training;
     * fake quantization: ``model.set_fake_quant(weights=fn, activations=fn)``, straight-through gradients;
-    * precision policy: ``train(..., precision="fp16" | "bf16" | callable | Precision(round, loss_scale=..))``,
+    * precision policy: ``train(..., precision="fp16" | "bf16" | callable | Precision(round, loss_scale=..,
+      dynamic=True))`` (dynamic loss scaling backs off on overflow and grows after calm steps),
       forward and backward rounded to the format, float32 master weights and softmax;
     * data parallel: ``train(..., workers=N, reducer=sum_reducer)``: each minibatch split over N simulated
       workers, each worker's gradient weighted by its share, combined by the reducer (a list of dicts -> dict).

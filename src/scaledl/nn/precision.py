@@ -52,18 +52,33 @@ class Precision:
     Args:
         round: ``x -> x rounded to the format`` (float32 in, float32 out).
         name: a label for plots and messages.
-        loss_scale: multiplies the loss gradient before backward; divided out before the update.
+        loss_scale: multiplies the loss gradient before backward; divided out before the update. With
+            ``dynamic``, the starting scale.
+        dynamic: adapt the scale while training (dynamic loss scaling, as in mixed-precision training
+            frameworks): a step with a non-finite gradient is skipped and the scale multiplied by
+            ``backoff``; after ``growth_interval`` finite steps in a row it is multiplied by ``growth``.
     """
 
     round: Callable[[np.ndarray], np.ndarray]
     name: str = "custom"
     loss_scale: float = 1.0
+    dynamic: bool = False
+    growth: float = 2.0
+    backoff: float = 0.5
+    growth_interval: int = 200
 
     def __post_init__(self):
         if not callable(self.round):
             raise TypeError(f"round: expected a callable x -> rounded x, got {self.round!r}")
         if not (np.isfinite(self.loss_scale) and self.loss_scale > 0):
             raise ValueError(f"loss_scale: expected a positive finite number, got {self.loss_scale!r}")
+        if not (np.isfinite(self.growth) and self.growth >= 1):
+            raise ValueError(f"growth: expected a finite factor >= 1, got {self.growth!r}")
+        if not (0 < self.backoff < 1):
+            raise ValueError(f"backoff: expected a factor in (0, 1), got {self.backoff!r}")
+        if isinstance(self.growth_interval, bool) or not isinstance(self.growth_interval, (int, np.integer)) \
+                or self.growth_interval < 1:
+            raise ValueError(f"growth_interval: expected a positive int, got {self.growth_interval!r}")
 
 
 def as_precision(spec, loss_scale: float = 1.0) -> Precision | None:

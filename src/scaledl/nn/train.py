@@ -41,6 +41,7 @@ class History:
     test_accuracy: list[float] = field(default_factory=list)
     steps: int = 0
     skipped_steps: int = 0                                 # steps dropped for non-finite gradients
+    loss_scale: list[float] = field(default_factory=list)  # the loss scale used at every step
     steps_to_target: int | None = None                     # first eval step reaching target_accuracy
     wall_s: float = 0.0
 
@@ -106,12 +107,11 @@ def train(model, data: Dataset, *, epochs: int | None = None, steps: int | None 
     optimizer = optimizer or SGD(lr=0.05, momentum=0.9)
     if precision is not None:
         model.precision = as_precision(precision)
-    loss_scale = model.precision.loss_scale if model.precision is not None else 1.0
     quiet = "warn" if model.precision is None else "ignore"
 
     with _blas_threads(blas_threads):
         return _train(model, data, total, steps_per_epoch, batch_size, optimizer, seed, workers, reducer,
-                      grad_transform, eval_every, target_accuracy, callback, progress, loss_scale, quiet)
+                      grad_transform, eval_every, target_accuracy, callback, progress, model.precision, quiet)
 
 
 @contextmanager
@@ -128,8 +128,11 @@ def _blas_threads(n):
 
 
 def _train(model, data, total, steps_per_epoch, batch_size, optimizer, seed, workers, reducer, grad_transform,
-           eval_every, target_accuracy, callback, progress, loss_scale, quiet) -> History:
+           eval_every, target_accuracy, callback, progress, precision, quiet) -> History:
     n = data.n_train
+    loss_scale = precision.loss_scale if precision is not None else 1.0
+    dynamic = precision is not None and precision.dynamic
+    good_steps = 0  # finite steps since the loss scale last changed
     rng = np.random.default_rng(seed)
     hist = History()
     params = model.parameters()
@@ -157,9 +160,15 @@ def _train(model, data, total, steps_per_epoch, batch_size, optimizer, seed, wor
                 loss, grads = data_parallel_gradients(model, xb, yb, workers, reducer, scale=loss_scale)
         if loss_scale != 1.0:
             grads = {k: g / np.float32(loss_scale) for k, g in grads.items()}
+        hist.loss_scale.append(loss_scale)
         if not all(np.isfinite(g).all() for g in grads.values()):
             hist.skipped_steps += 1
+            if dynamic:  # overflowed: back off and retry the next batch at a smaller scale
+                loss_scale, good_steps = loss_scale * precision.backoff, 0
         else:
+            good_steps += 1
+            if dynamic and good_steps >= precision.growth_interval:  # a long calm: try a larger scale
+                loss_scale, good_steps = loss_scale * precision.growth, 0
             if grad_transform is not None:
                 grads = grad_transform(grads)
             if model.masks:
