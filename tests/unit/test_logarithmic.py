@@ -48,10 +48,17 @@ def test_encode_rejects_bad_input():
         lns_encode(np.array([1.0, np.nan]))
     with pytest.raises(ValueError, match="saturate=False"):
         lns_encode(np.array([1e6]), saturate=False)
-    with pytest.raises(ValueError, match="frac_bits must be a non-negative int, got -1"):
+    with pytest.raises(ValueError, match=r"frac_bits must be in \[0, 8\], got -1"):
         LogGrid(4, -1)
-    with pytest.raises(ValueError, match=r"int_bits \+ frac_bits must be in \[2, 30\], got 31"):
+    with pytest.raises(ValueError, match=r"int_bits must be in \[0, 8\], got 20"):
         LogGrid(20, 11)
+
+
+def test_log_grid_is_the_registry_spec():
+    from scaledl.numerics import get_format
+
+    assert LOG_4_3 == get_format("lns4.3") and LOG_4_3.label == "Log 4.3"
+    assert (LOG_4_3.code_min, LOG_4_3.code_max, LOG_4_3.dynamic_range_octaves) == (-63, 63, 15.75)
 
 
 def test_every_code_round_trips_exactly():

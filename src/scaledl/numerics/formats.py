@@ -233,7 +233,8 @@ class FloatFormat:
 class LogFormat:
     """A logarithmic format: ``±2**(k / 2**frac_bits)`` with ``|k| <= 2**(int_bits + frac_bits - 1) - 1``, and 0.
 
-    Same grid as :class:`scaledl.numerics.logarithmic.LogGrid`. ``epsilon`` is the ratio step minus one.
+    :mod:`scaledl.numerics.logarithmic` does arithmetic on this grid (its ``LogGrid`` is this class).
+    ``epsilon`` is the ratio step minus one.
 
     >>> f = LogFormat(4, 3)
     >>> f.name, f.bits, round(f.epsilon, 4), f.magnitudes().size
@@ -259,16 +260,36 @@ class LogFormat:
         return f"lns{self.int_bits}.{self.frac_bits}"
 
     @property
+    def label(self) -> str:
+        """The name the literature uses: ``"Log 4.3"``."""
+        return f"Log {self.int_bits}.{self.frac_bits}"
+
+    @property
     def bits(self) -> int:
         return 1 + self.int_bits + self.frac_bits
 
     @property
     def steps_per_octave(self) -> int:
+        """Codes per factor of two: ``2**frac_bits``."""
         return 1 << self.frac_bits
 
     @property
     def code_max(self) -> int:
         return (1 << (self.int_bits + self.frac_bits - 1)) - 1
+
+    @property
+    def code_min(self) -> int:
+        """Smallest nonzero code; the one below it is spent on zero."""
+        return -self.code_max
+
+    @property
+    def min_value(self) -> float:
+        return 2.0 ** (self.code_min / self.steps_per_octave)
+
+    @property
+    def dynamic_range_octaves(self) -> float:
+        """log2(max / min): how many factors of two the format spans."""
+        return (self.code_max - self.code_min) / self.steps_per_octave
 
     @property
     def max_value(self) -> float:
