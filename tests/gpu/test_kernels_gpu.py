@@ -61,6 +61,10 @@ def test_conv_full_size(variant):
     y = conv2d(x, w, variant)
     mag = conv2d_reference(np.abs(x), np.abs(w))
     assert np.all(np.abs(y - conv2d_reference(x, w)) <= (9 * 64 + 16) * EPS32 * 4 * mag)
+    from numba import cuda  # device arrays in, a device array out, nothing copied back implicitly
+
+    dy = conv2d(cuda.to_device(x), cuda.to_device(w), variant)
+    assert cuda.is_cuda_array(dy) and np.array_equal(dy.copy_to_host(), y)
 
 
 def test_counting_runs_beside_the_gpu():

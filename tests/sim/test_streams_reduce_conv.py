@@ -111,3 +111,15 @@ def test_conv_errors_and_counts():
         conv2d(x.astype(np.float64), np.zeros((1, 2, 3, 3), np.float32))
     assert conv_multiplies(1, 1, 2, 2, "direct") / conv_multiplies(1, 1, 2, 2, "winograd") == 36 / 16
     assert math.isclose(conv_multiplies(8, 8, 64, 64, "direct") / conv_multiplies(8, 8, 64, 64, "winograd"), 2.25)
+
+
+def test_launch_conv2d_with_pretransformed_filter_matches_conv2d():
+    # what a benchmark times: the filter transformed once, then launches only
+    from scaledl.kernels.conv import launch_conv2d, winograd_filter_transform
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 9, 8)).astype(np.float32)  # 7 x 6 outputs: an odd tile row
+    w = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    for variant, filt in (("direct", w), ("winograd", winograd_filter_transform(w))):
+        out = launch_conv2d(variant, x, filt, np.full((2, 7, 6), np.nan, np.float32))
+        assert np.array_equal(out, conv2d(x, w, variant))  # same kernel, same inputs: the same bits

@@ -118,11 +118,31 @@ def conv2d_v2_winograd(x, U, y):
 BLOCK = (8, 8)  # 64 threads along (q, p): small enough for the simulator, a whole number of warps on a GPU
 
 
+def launch_conv2d(variant: str, x, w_or_U, out):
+    """Launch one kernel over ``out (K, P, Q)``: the grid alone, no checks, no transfers.
+
+    ``w_or_U`` is the filter ``w (K, C, R, S)`` for ``direct`` and the transformed filter ``U (K, C, 4, 4)``
+    (:func:`winograd_filter_transform`) for ``winograd``. This is what a benchmark times: with device
+    arrays on a GPU nothing is copied and nothing runs on the host but the launch.
+    """
+    K, P, Q = out.shape
+    bx, by = BLOCK
+    if variant == "direct":
+        grid = ((Q + bx - 1) // bx, (P + by - 1) // by, K)
+        conv2d_v1_direct[grid, BLOCK](x, w_or_U, out)
+    else:
+        tp, tq = (P + 1) // 2, (Q + 1) // 2
+        grid = ((tq + bx - 1) // bx, (tp + by - 1) // by, K)
+        conv2d_v2_winograd[grid, BLOCK](x, w_or_U, out)
+    return out
+
+
 def conv2d(x, w, variant: str = "direct", out=None):
     """Valid 2-D cross-correlation of ``x (C, H, W)`` with ``w (K, C, R, S)`` on the active backend.
 
-    ``winograd`` needs 3 x 3 filters. NumPy arrays in and out (device arrays accepted on a GPU for
-    ``direct``; for ``winograd`` w is transformed on the host).
+    ``winograd`` needs 3 x 3 filters; its filter transform runs on the host (once per call; a benchmark
+    transforms once and calls :func:`launch_conv2d`). NumPy arrays in and out; on a GPU, device arrays
+    are accepted as well (``out`` must then be a device array or None).
 
     Raises:
         ValueError: unknown variant, shapes that do not fit, or a non-3x3 filter for winograd.
@@ -144,20 +164,18 @@ def conv2d(x, w, variant: str = "direct", out=None):
     if variant == "winograd" and (R, S) != (3, 3):
         raise ValueError(f"variant='winograd' implements F(2x2, 3x3); got a {R}x{S} filter")
     P, Q = H - R + 1, W - S + 1
+    on_device = scaledl.device.on_gpu() and cuda.is_cuda_array(x)
     if out is None:
-        out = np.empty((K, P, Q), np.float32)
+        out = cuda.device_array((K, P, Q), np.float32) if on_device else np.empty((K, P, Q), np.float32)
     elif tuple(out.shape) != (K, P, Q):
         raise ValueError(f"out must have shape {(K, P, Q)}, got {tuple(out.shape)}")
-    bx, by = BLOCK
-    if variant == "direct":
-        grid = ((Q + bx - 1) // bx, (P + by - 1) // by, K)
-        conv2d_v1_direct[grid, BLOCK](x, w, out)
-    else:
-        U = winograd_filter_transform(w)
-        tp, tq = (P + 1) // 2, (Q + 1) // 2
-        grid = ((tq + bx - 1) // bx, (tp + by - 1) // by, K)
-        conv2d_v2_winograd[grid, BLOCK](x, U, out)
-    return out
+    filt = w
+    if variant == "winograd":
+        host_w = w.copy_to_host() if scaledl.device.on_gpu() and cuda.is_cuda_array(w) else w  # simulator: no is_cuda_array
+        filt = winograd_filter_transform(host_w)
+        if on_device:
+            filt = cuda.to_device(filt)
+    return launch_conv2d(variant, x, filt, out)
 
 
 def conv_multiplies(C: int, K: int, P: int, Q: int, variant: str, R: int = 3, S: int = 3) -> int:
