@@ -40,3 +40,21 @@ def test_fma_share_bound_table():
     # 128x128x8 with 8x8 per thread: 512 FMAs, 128 shared loads, 8 global loads + 8 shared stores
     assert math.isclose(fma_share_bound("regblock", block_m=128, block_n=128, block_k=8, thread_m=8,
                                         thread_n=8), 512 / 656)
+
+
+def test_launch_figure_curves_and_errors():
+    from scaledl.kernels.occupancy import launch_waves
+    from scaledl.kernels.views import launch_figure
+
+    fig = launch_figure(n=512, block=128, registers_per_thread=128, per_thread=8)
+    busy, kept = fig.axes[0].lines[0], fig.axes[0].lines[1]
+    x, y = busy.get_data()
+    i = list(x).index(4096)  # 4096 is on the grid of sizes: 1024 blocks in 2-per-SM slots
+    assert math.isclose(y[i], 100 * launch_waves(4096, 4096, 128, 128, 2).sm_utilisation)
+    assert max(kept.get_data()[1]) <= 100
+    assert "16 blocks" in fig.axes[0].get_title()  # 512^2 / 128^2
+    plt.close(fig)
+    with pytest.raises(ValueError, match="block=100"):
+        launch_figure(block=100, per_thread=8)
+    assert "at most 1024" in launch_figure(block=256, per_thread=2)  # 16384 threads: a sentence, not a plot
+    assert "cannot run" in launch_figure(block=256, registers_per_thread=255, per_thread=8)  # 1024 x 255

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.kernels.gemm_traffic import gemm_traffic
+from scaledl.kernels.occupancy import H100_SXM, launch_waves, occupancy
 from scaledl.kernels.winograd import conv2d_direct_in, conv2d_winograd_in, multiplies_per_tile
 
 FLOAT_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
@@ -48,6 +49,54 @@ def traffic_figure(n: int = 4096, tile: int = 16, block: int = 128, ridge_FLOP_p
     ax1.set_yscale("log")
     ax1.set_ylabel("arithmetic intensity (FLOP/byte)")
     ax1.set_title("FLOPs per byte of global traffic")
+    fig.tight_layout()
+    return fig
+
+
+def launch_figure(n: int = 1000, block: int = 128, registers_per_thread: int = 128, per_thread: int = 8):
+    """Block slots kept busy and outputs kept, for v3 GEMMs of ``n' x n'`` outputs on an H100 SXM, n' = 64..8192.
+
+    Args:
+        n: the size to mark (C is n x n).
+        block: v3's block_m = block_n.
+        registers_per_thread: an estimate of v3's register use (sets how many blocks fit on an SM).
+        per_thread: thread_m = thread_n (so a block has (block / per_thread)^2 threads).
+
+    Returns:
+        A Figure, or a sentence saying why the combination cannot launch (too many threads or registers).
+
+    Raises:
+        ValueError: a block that does not divide into per-thread patches.
+    """
+    import matplotlib.pyplot as plt
+
+    if n < 1 or block < 1 or per_thread < 1 or block % per_thread:
+        raise ValueError(f"need n >= 1 and block a multiple of per_thread >= 1, got n={n}, block={block}, "
+                         f"per_thread={per_thread}")
+    threads = (block // per_thread) ** 2
+    if threads > 1024:  # a combination the widget offers but no GPU can launch: say so instead of drawing
+        return (f"A {block} x {block} block with {per_thread} x {per_thread} outputs per thread needs {threads} "
+                f"threads, and a block may have at most 1024: choose more outputs per thread or a smaller block.")
+    smem_bytes = 2 * 8 * block * 4  # two block x 8 float32 tiles (block_k = 8)
+    occ = occupancy(threads, registers_per_thread, smem_bytes)
+    if occ.blocks_per_sm == 0:
+        return (f"{threads} threads x {registers_per_thread} registers = {threads * registers_per_thread:,} "
+                f"registers, more than the {H100_SXM.registers:,} of an SM: this block cannot run at all.")
+    sizes = np.unique(np.concatenate([np.geomspace(64, 8192, 400).astype(int), 2 ** np.arange(6, 14), [n]]))
+    waves = [launch_waves(int(m), int(m), block, block, occ.blocks_per_sm) for m in sizes]
+    here = launch_waves(n, n, block, block, occ.blocks_per_sm)
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    ax.plot(sizes, [100 * w.sm_utilisation for w in waves], label="block slots busy (waves)")
+    ax.plot(sizes, [100 * w.useful_fraction for w in waves], label="outputs kept (tiles)", alpha=0.8)
+    ax.axvline(n, color="k", ls=":", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("matrix size n (C is n x n)")
+    ax.set_ylabel("percent")
+    ax.set_title(f"v3 {block} x {block} blocks, {threads} threads, {occ.blocks_per_sm} per SM "
+                 f"({occ.limited_by}); at n = {n}: {here.blocks} blocks, {100 * here.sm_utilisation:.0f} % busy",
+                 fontsize=10)
+    ax.legend(loc="lower right")
     fig.tight_layout()
     return fig
 
