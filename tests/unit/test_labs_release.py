@@ -87,3 +87,23 @@ def test_pristine_student_copy_follows_the_solution(tmp_path):
     nbformat.write(changed, sol)
     assert write_student_version(sol, stu, previous_solution=previous) == "written"
     assert "# a new hint" in nbformat.read(stu, as_version=4).cells[1].source
+
+
+def test_untouched_copy_follows_an_edited_solution_without_knowing_the_old_one(tmp_path):
+    # The author edits the solution's source in place, then executes it: the on-disk "previous" solution is
+    # already the edited one. The stamp still tells an untouched student copy from a student's work.
+    sol, stu = tmp_path / "solution.ipynb", tmp_path / "student.ipynb"
+    nbformat.write(_solution_notebook(), sol)
+    write_student_version(sol, stu)
+    edited = _solution_notebook()
+    edited.cells[1].source = "# a new hint\n" + SOLUTION
+    nbformat.write(edited, sol)
+    assert write_student_version(sol, stu, previous_solution=edited) == "written"
+    # Running one cell (an execution count appears) is enough to make the copy the student's.
+    mine = nbformat.read(stu, as_version=4)
+    mine.cells[1].execution_count = 1
+    nbformat.write(mine, stu)
+    edited.cells[1].source = "# another hint\n" + SOLUTION
+    nbformat.write(edited, sol)
+    assert write_student_version(sol, stu, previous_solution=edited) == "kept"
+    assert nbformat.read(stu, as_version=4).cells[1].execution_count == 1

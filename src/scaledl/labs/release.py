@@ -21,6 +21,7 @@ version is derived data: ``scaledl book check`` verifies it equals what this mod
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from pathlib import Path
 
@@ -74,19 +75,40 @@ def student_version(solution_nb) -> nbformat.NotebookNode:
         cells.append(cell)
     nb.cells = cells
     nb.metadata.pop("widgets", None)
+    nb.metadata[STAMP] = {"fingerprint": fingerprint(nb)}
     return nb
+
+
+STAMP = "scaledl_student_version"  # notebook metadata: the fingerprint of the file as generated
+
+
+def fingerprint(nb) -> str:
+    """A hash of the notebook's content, leaving out its own stamp."""
+    bare = copy.deepcopy(nb)
+    bare.metadata.pop(STAMP, None)
+    return hashlib.sha256(nbformat.writes(bare).encode()).hexdigest()
+
+
+def untouched(nb) -> bool:
+    """True when a student notebook is exactly as it was generated: no edit, no run, since then."""
+    return nb.metadata.get(STAMP, {}).get("fingerprint") == fingerprint(nb)
 
 
 def _same(a, b) -> bool:
     return nbformat.writes(a) == nbformat.writes(b)
 
 
+def _same_content(a, b) -> bool:
+    return fingerprint(a) == fingerprint(b)
+
+
 def write_student_version(solution_path: Path, student_path: Path, previous_solution=None) -> str:
     """Write the student notebook, unless doing so would lose a student's edits.
 
-    The file is written when it does not exist, or when it still equals the student version of
-    ``previous_solution`` (the solution before it was re-executed) or of the current one: then nobody has
-    touched it. Otherwise it is left alone. Returns ``"written"``, ``"unchanged"`` or ``"kept"``.
+    The file is written when it does not exist, or when nobody has touched it since it was generated: its
+    stamp (a fingerprint of its content at generation) still matches, or it equals the student version of
+    ``previous_solution``. Any edit, and any run of a cell, changes the fingerprint, so a student's copy is
+    left alone. Returns ``"written"``, ``"unchanged"`` or ``"kept"``.
     """
     solution_nb = nbformat.read(solution_path, as_version=4)
     fresh = student_version(solution_nb)
@@ -94,7 +116,8 @@ def write_student_version(solution_path: Path, student_path: Path, previous_solu
         on_disk = nbformat.read(student_path, as_version=4)
         if _same(on_disk, fresh):
             return "unchanged"
-        pristine = previous_solution is not None and _same(on_disk, student_version(previous_solution))
+        pristine = untouched(on_disk) or _same_content(on_disk, fresh) or (
+            previous_solution is not None and _same_content(on_disk, student_version(previous_solution)))
         if not pristine:
             return "kept"
     student_path.parent.mkdir(parents=True, exist_ok=True)
