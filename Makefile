@@ -36,7 +36,7 @@ check: $(STAMP)
 	$(PY) -m scaledl book check
 
 # Committed outputs were made on the simulator, so notebooks are validated on it whatever the machine has.
-NBVAL_ARGS = --nbval --nbval-sanitize-with tests/notebooks/sanitize.cfg --nbval-cell-timeout 900
+NBVAL_ARGS = --durations=15 --nbval --nbval-sanitize-with tests/notebooks/sanitize.cfg --nbval-cell-timeout 900
 
 test: $(STAMP)
 	$(PY) -m scaledl book check
