@@ -141,7 +141,7 @@ def test_breakdown_errors_name_the_argument():
 def test_breakdown_view_title_states_the_shares():
     import matplotlib.pyplot as plt
 
-    fig = E.breakdown_view(onchip_tile=626, local_reuse=4.0, precision="int8 (IMMA)")
+    fig = E.breakdown_view(onchip_tile=627, local_reuse=4.0, precision="int8 (IMMA)")
     assert "math 47 %, memories 47 %, data movement 6 %" in fig._suptitle.get_text()
     plt.close(fig)
     fig = E.breakdown_view(onchip_tile=16, local_reuse=4.0, precision="int8 (IMMA)")

@@ -298,7 +298,7 @@ def reuse_for_breakdown(mac_pJ: float, bytes_per_element: float, breakdown: dict
 BREAKDOWN_PRECISIONS = {"int8 (IMMA)": (IMMA, 1), "fp16 (HMMA)": (HMMA, 2)}  # MAC energy from, bytes/element
 
 
-def breakdown_view(onchip_tile: int = 626, local_reuse: float = 4.0, precision: str = "int8 (IMMA)"):
+def breakdown_view(onchip_tile: int = 627, local_reuse: float = 4.0, precision: str = "int8 (IMMA)"):
     """Widget view: the energy split of a tiled GEMM next to seed 002's 47 / 47 / 6 %, and how the data
     movement share falls as the on-chip tile (square, ``onchip_tile`` outputs a side) grows.
 
@@ -334,7 +334,7 @@ def breakdown_view(onchip_tile: int = 626, local_reuse: float = 4.0, precision: 
     ax2.set_ylabel("data movement share (%)")
     ax2.legend(fontsize=8)
     ax2.grid(True, which="both", alpha=0.3)
-    fig.suptitle(f"{precision}, tile {onchip_tile}, local reuse {local_reuse:g}: math {100 * here['math']:.0f} %, "
+    fig.suptitle(f"{precision}, tile {onchip_tile:.0f}, local reuse {local_reuse:.3g}: math {100 * here['math']:.0f} %, "
                  f"memories {100 * here['memories']:.0f} %, data movement {100 * here['data movement']:.0f} %")
     fig.tight_layout()
     return fig
