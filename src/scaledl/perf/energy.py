@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scaledl.perf._checks import positive as _positive
+
 # --- GPU instruction energies (Dally, "Scaling ML with NVIDIA GPUs", ScaledML 2018, seed 000; and the
 # --- table of "Trends in Deep Learning Hardware", 2023, seed 002). Math energy only, overhead excluded.
 GPU_INSTRUCTION_OVERHEAD_pJ = 30.0  # fetch + decode + operand access of one instruction (seed 000)
@@ -118,14 +120,6 @@ def horowitz(operation: str) -> float:
             return row.energy_pJ
     known = ", ".join(repr(r.operation) for r in HOROWITZ_45NM)
     raise ValueError(f"operation={operation!r} is not in the Horowitz 45 nm table; known: {known}")
-
-
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
 
 
 def overhead_ratio(math_energy_pJ: float, overhead_pJ: float) -> float:

@@ -19,16 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scaledl.perf._checks import positive as _positive
+
 # Bytes one element occupies in memory. TF32 is an arithmetic mode: its operands are stored as FP32.
 BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
-
-
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
 
 
 def _intensities(intensity) -> np.ndarray:
