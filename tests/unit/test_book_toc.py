@@ -56,9 +56,7 @@ def test_duplicate_file_is_rejected(write_book):
 
 
 def test_lab_without_solution_is_rejected(write_book):
-    root = write_book(write_book.chapter("lab01", "labs/lab01.ipynb"))
-    root.joinpath("book.toml").write_text(root.joinpath("book.toml").read_text().replace("parts.chapters",
-                                                                                        "parts.labs"))
+    root = write_book(("lab", {"id": "lab01", "file": "labs/lab01.ipynb", "title": "x", "status": "planned"}))
     with pytest.raises(ValueError, match=r"lab lab01 needs a 'solution' notebook path"):
         load(root)
 
