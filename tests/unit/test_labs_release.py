@@ -4,7 +4,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from scaledl.labs.release import strip_source, student_version, write_student_version
+from scaledl.labs.release import ANSWER_CELL, strip_source, student_version, write_student_version
 
 SOLUTION = """\
 def copy_kernel(src, dst):
@@ -50,9 +50,11 @@ def _solution_notebook(answer="42"):
     return nb
 
 
-def test_student_version_drops_answers_and_outputs():
+def test_student_version_blanks_answers_and_drops_outputs():
     nb = student_version(_solution_notebook())
-    assert len(nb.cells) == 2
+    assert len(nb.cells) == 3
+    assert "42" not in nb.cells[2].source and nb.cells[2].source == ANSWER_CELL  # a place to write, not the answer
+    assert nb.cells[2].cell_type == "markdown" and nb.cells[2].metadata["tags"] == ["answer"]
     assert "NotImplementedError('Task 1.1')" in nb.cells[1].source
     assert nb.cells[1].execution_count is None and nb.cells[1].outputs == []
 

@@ -14,8 +14,9 @@ The student version keeps everything else and puts, at the marker's indentation:
         # YOUR CODE HERE (Task 1.1)
         raise NotImplementedError("Task 1.1")
 
-Markdown cells tagged ``solution`` (worked answers) are dropped, and all outputs are cleared. The student
-version is derived data: ``scaledl book check`` verifies it equals what this module makes from the solution.
+Markdown cells tagged ``solution`` (worked answers) become an empty answer cell tagged ``answer`` (ANSWER_CELL,
+where the student writes theirs), and all outputs are cleared. The student version is derived data:
+``scaledl book check`` verifies it equals what this module makes from the solution.
 """
 
 from __future__ import annotations
@@ -60,12 +61,22 @@ def strip_source(source: str, where: str = "cell") -> str:
     return "\n".join(out)
 
 
+ANSWER_CELL = "*Your answer* (double-click this cell to write it):"
+
+
 def student_version(solution_nb) -> nbformat.NotebookNode:
-    """The notebook a student starts from: solutions stubbed, answer cells removed, outputs cleared."""
+    """The notebook a student starts from: solutions stubbed, worked answers replaced by empty answer cells,
+    outputs cleared."""
     nb = copy.deepcopy(solution_nb)
     cells = []
     for i, cell in enumerate(nb.cells):
         if "solution" in cell.get("metadata", {}).get("tags", []) and cell.cell_type == "markdown":
+            blank = nbformat.v4.new_markdown_cell(ANSWER_CELL, metadata={"tags": ["answer"]})
+            if "id" in cell:
+                blank["id"] = cell["id"]  # stable ids: regenerating the copy changes nothing else
+            else:
+                blank.pop("id", None)  # nbformat < 4.5 has no cell ids; a random one would differ on every run
+            cells.append(blank)
             continue
         if cell.cell_type == "code":
             cell.source = strip_source(cell.source, where=f"cell {i}")
