@@ -72,6 +72,21 @@ def test_gemm_sizes_are_not_multiples_of_any_tile():
         assert all(s % t for s in size for t in (2, 4, 8, 16, 32) if s > 1) and len(set(size)) == 3
 
 
+@pytest.mark.parametrize("block", [4, 8, 16, 32, 64, 128])
+def test_block_scaled_gemm_sizes_span_several_blocks_and_are_odd(block):
+    sizes = C.gemm_sizes(block)
+    assert sizes[0] == (5, 3, 7)
+    for size in sizes[1:]:
+        assert all(s % 2 for s in size) and len(set(size)) == 3  # odd: no power-of-two tile divides them
+        assert all(-(-s // block) >= 3 for s in size)  # at least 3 blocks (or K tiles) in every dimension
+
+
+@pytest.mark.parametrize("block", [1, 0, 2.0, True, "8"])
+def test_gemm_sizes_rejects_a_bad_block(block):
+    with pytest.raises(ValueError, match=f"block must be an int >= 2.*got {block!r}"):
+        C.gemm_sizes(block)
+
+
 def test_numpy_gemm_passes_check_gemm():
     def yours(A, B, out):
         out[:] = A @ B

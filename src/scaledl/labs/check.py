@@ -313,6 +313,26 @@ def gemm_bound(A, B):
 GEMM_SIZES = ((5, 3, 7), (19, 13, 23), (37, 29, 41))
 
 
+def gemm_sizes(block: int) -> tuple[tuple[int, int, int], ...]:
+    """Three (M, N, K) check sizes scaled to a kernel's block of ``block x block`` outputs.
+
+    The first is tiny (inside one block once ``block >= 8``); the second spans 3, 3 and 4 blocks along M, N
+    and K, the third 5, 4 and 6 (for ``block >= 4``). For an even ``block`` every dimension of the larger
+    two is odd, so none is a multiple of any power-of-two tile, and M != N != K catches swapped dimensions. Scaling with the block keeps the simulator fast
+    (a 4x4-thread tile needs no 37x29x41 product to span several tiles) while a GPU's 64x64 block still
+    gets sizes that cross several of its blocks.
+
+    >>> gemm_sizes(4)
+    ((5, 3, 7), (11, 9, 13), (19, 13, 23))
+    >>> gemm_sizes(64)[2]
+    (259, 193, 323)
+    """
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 2:
+        raise ValueError(f"block must be an int >= 2 (outputs per block side), got {block!r}")
+    b = int(block)
+    return (5, 3, 7), (2 * b + 3, 2 * b + 1, 3 * b + 1), (4 * b + 3, 3 * b + 1, 5 * b + 3)
+
+
 def check_gemm(yours, sizes=GEMM_SIZES, **kwargs) -> CheckResult:
     """:func:`check_kernel` for ``yours(A, B, C)`` computing ``C = A @ B`` in float32."""
     kwargs.setdefault("name", getattr(yours, "__name__", "gemm"))
