@@ -82,12 +82,3 @@ def test_warp_sectors_rejects_negative_stride():
     with pytest.raises(ValueError, match="stride_elements must be a non-negative int, got -1"):
         warp_load_sectors(-1)
 
-
-def test_docstring_examples_of_the_numpy_only_kernel_modules():
-    import doctest
-
-    import scaledl.kernels.conv_traffic
-    import scaledl.kernels.occupancy
-
-    for module in (scaledl.kernels.occupancy, scaledl.kernels.conv_traffic):
-        assert doctest.testmod(module).failed == 0, module.__name__

@@ -6,9 +6,9 @@ This module measures such curves with :mod:`scaledl.nn`, fits ``a m^b + c`` with
 the fit ("how much data for this error") and turns a data factor into model and compute factors.
 
 >>> law = PowerLaw(a=2.0, b=-0.5, c=0.01)
->>> round(law.predict(10_000), 4)                    # 2 / 100 + 0.01
+>>> round(float(law.predict(10_000)), 4)             # 2 / 100 + 0.01
 0.03
->>> law.data_for_error(0.03)
+>>> round(law.data_for_error(0.03), 6)
 10000.0
 >>> compute_factor(data_factor=256, model_factor=64)  # Dally's example: 2^8 x 2^6 = 2^14
 16384
