@@ -136,8 +136,51 @@ def test_conv_beats_the_dense_layer_with_the_same_weights(c, hw, k):
     assert conv.intensity_FLOP_per_byte > dense.intensity_FLOP_per_byte
 
 
+def test_valid_padding_counts_by_hand():
+    L = R.conv_layer(2, 3, 4, 5, kernel=3, batch=2, padding="valid")
+    assert L.weights == 3 * 2 * 9
+    assert L.input_elements == 2 * 2 * 6 * 7  # a 4 x 5 output of a 3 x 3 filter reads a 6 x 7 input
+    assert L.output_elements == 2 * 3 * 4 * 5
+    assert L.flops == 2 * 54 * 20 * 2
+    assert L.bytes_moved == 4 * (168 + 54 + 120)
+    assert L.weight_reuse == 40
+    same = R.conv_layer(2, 3, 4, 5, kernel=3, batch=2)  # the same layer with implicit zero padding
+    assert same.flops == L.flops and same.input_elements == 2 * 2 * 4 * 5
+
+
+def test_valid_padding_matches_the_kernel_it_models():
+    """The "valid" model's shapes are those of scaledl.kernels.conv.conv2d: input (C, P+2, Q+2) -> (K, P, Q)."""
+    import numpy as np
+
+    from scaledl.kernels.conv import conv2d_reference
+
+    C_, K_, P, Q = 3, 4, 5, 6
+    L = R.conv_layer(C_, K_, P, Q, padding="valid")
+    x, w = np.ones((C_, P + 2, Q + 2)), np.ones((K_, C_, 3, 3))
+    assert x.size == L.input_elements and w.size == L.weights and conv2d_reference(x, w).size == L.output_elements
+
+
+def test_dense_equivalent_is_the_chapter_03_dense_layer():
+    for padding in ("same", "valid"):
+        L = R.conv_layer(64, 64, 56, 56, batch=8, padding=padding)
+        assert L.as_dense() == R.dense_layer(64 * 9, 64, 8, "fp32")
+        assert L.as_dense().flops * 56 * 56 == L.flops  # the conv applies each weight at every output position
+
+
+@given(st.integers(1, 64), st.integers(1, 64), st.integers(2, 40), st.integers(1, 8), st.sampled_from(["same", "valid"]))
+def test_conv_never_less_intense_than_its_dense_layer(c_in, c_out, hw, batch, padding):
+    L = R.conv_layer(c_in, c_out, hw, hw + 1, batch=batch, padding=padding)
+    assert L.intensity_FLOP_per_byte >= L.as_dense().intensity_FLOP_per_byte
+
+
 def test_conv_layer_errors_name_the_argument():
     with pytest.raises(ValueError, match="kernel must be a positive integer, got 0"):
         R.conv_layer(4, 4, 8, 8, kernel=0)
+    with pytest.raises(ValueError, match="height must be a positive integer, got 0"):
+        R.conv_layer(3, 8, 0, 5)
+    with pytest.raises(ValueError, match="batch must be a positive integer, got 1.5"):
+        R.conv_layer(3, 8, 5, 5, batch=1.5)
     with pytest.raises(ValueError, match="precision='int4'"):
         R.conv_layer(4, 4, 8, 8, precision="int4")
+    with pytest.raises(ValueError, match=r"padding='full'; expected one of \['same', 'valid'\]"):
+        R.conv_layer(4, 4, 8, 8, padding="full")

@@ -7,7 +7,6 @@
 ``reduce``          sum: shared-memory tree, then a warp-shuffle finish
 ``occupancy``       how a launch fills the GPU: blocks per SM, tile and wave quantization, coalescing
 ``conv``            direct 2-D convolution and Winograd F(2x2, 3x3)
-``conv_traffic``    arithmetic intensity of a convolutional layer vs the dense layer with its weights
 ``winograd``        Winograd transform matrices F(m, r) and their error in low precision (NumPy)
 ``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
 ==================  ===========================================================================

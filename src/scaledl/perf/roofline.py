@@ -192,14 +192,25 @@ def dense_layer(n_in: int, n_out: int, batch: int = 1, precision: str = "fp32") 
     return LayerGemm(int(n_in), int(n_out), int(batch), BYTES_PER_ELEMENT[precision])
 
 
+CONV_PADDINGS = ("same", "valid")
+
+
 @dataclass(frozen=True)
 class ConvLayer:
-    """A 2-D convolution (stride 1, "same" padding) on a minibatch, with the least traffic any kernel moves.
+    """A stride-1 2-D convolution on a minibatch, with the least traffic any kernel moves.
 
-    The ``c_out x c_in x k x k`` weights are applied at each of the ``height x width`` positions of each of
-    ``batch`` images: ``2 c_out c_in k^2 h w b`` FLOPs. Traffic counts weights, input and output once each.
-    (Lowered to a GEMM by im2col, M = c_out, N = h w b, K = c_in k^2; the im2col matrix repeats each input
-    element up to k^2 times, so a kernel that materialises it moves more than this.)
+    ``c_out x c_in x kernel x kernel`` weights are applied at each of the ``height x width`` *output*
+    positions of each of ``batch`` images: ``2 c_out c_in k^2 h w b`` FLOPs. Traffic counts the input, the
+    weights and the output once each, as a kernel with perfect on-chip reuse would move them. ``padding``
+    says what the input in memory is:
+
+    * ``"same"``: zero padding is implicit (a kernel tests the bounds and uses 0), so the input read is
+      ``h x w`` per channel, the same size as the output;
+    * ``"valid"``: the input is already padded in memory, ``(h + k - 1) x (w + k - 1)`` per channel: what
+      :func:`scaledl.kernels.conv.conv2d` and the Winograd kernel read.
+
+    Lowered to a GEMM by im2col this is M = c_out, N = h w b, K = c_in k^2; the im2col matrix repeats each
+    input element up to k^2 times, so a kernel that materialises it moves more than this.
     """
 
     c_in: int
@@ -209,36 +220,64 @@ class ConvLayer:
     kernel: int
     batch: int
     bytes_per_element: int
+    padding: str = "same"
 
     @property
     def weights(self) -> int:
         return self.c_out * self.c_in * self.kernel**2
 
     @property
+    def input_elements(self) -> int:
+        halo = 0 if self.padding == "same" else self.kernel - 1
+        return self.batch * self.c_in * (self.height + halo) * (self.width + halo)
+
+    @property
+    def output_elements(self) -> int:
+        return self.batch * self.c_out * self.height * self.width
+
+    @property
     def flops(self) -> int:
+        """A multiply and an add per filter tap, per input channel, per output value."""
         return 2 * self.weights * self.height * self.width * self.batch
 
     @property
     def bytes_moved(self) -> int:
-        pixels = self.height * self.width * self.batch
-        return (self.weights + (self.c_in + self.c_out) * pixels) * self.bytes_per_element
+        return (self.input_elements + self.weights + self.output_elements) * self.bytes_per_element
 
     @property
     def intensity_FLOP_per_byte(self) -> float:
         return self.flops / self.bytes_moved
 
+    @property
+    def weight_reuse(self) -> int:
+        """Multiply-adds each weight takes part in: every output position of every image."""
+        return self.height * self.width * self.batch
+
+    def as_dense(self) -> LayerGemm:
+        """The fully connected layer holding the same weights (``c_in k^2`` inputs, ``c_out`` outputs), at the
+        same batch and precision: each of its weights is used once per sample instead of ``h w`` times."""
+        return LayerGemm(self.c_in * self.kernel**2, self.c_out, self.batch, self.bytes_per_element)
+
 
 def conv_layer(c_in: int, c_out: int, height: int, width: int, kernel: int = 3, batch: int = 1,
-               precision: str = "fp32") -> ConvLayer:
-    """The traffic-minimal model of a ``kernel x kernel`` convolution layer.
+               precision: str = "fp32", padding: str = "same") -> ConvLayer:
+    """The traffic-minimal model of a stride-1 ``kernel x kernel`` convolution with a ``height x width`` output.
 
-    Each weight is used at every pixel, so a convolution reuses its weights ``height x width`` times more
-    than a dense layer with the same weights (seed 001: "Convolutional layers even more compute bound").
+    Each weight is used at every output position, so a convolution reuses its weights ``height x width``
+    times more than the dense layer with the same weights (seed 001: "Convolutional layers even more compute
+    bound"). Chapter 03 uses ``"same"`` padding; chapters 04 and 06 use ``"valid"``, the input their kernels
+    read.
 
     >>> round(conv_layer(256, 256, 56, 56, 3, 1, "fp16").intensity_FLOP_per_byte, 1)
     842.5
-    >>> round(dense_layer(256 * 9, 256, 1, "fp16").intensity_FLOP_per_byte, 3)   # the same weights, dense
+    >>> round(conv_layer(256, 256, 56, 56, 3, 1, "fp16").as_dense().intensity_FLOP_per_byte, 3)  # same weights
     0.996
+    >>> layer = conv_layer(64, 64, 56, 56, padding="valid")   # fp32, a 58 x 58 padded input
+    >>> layer.flops, round(layer.intensity_FLOP_per_byte, 1), layer.weight_reuse
+    (231211008, 127.6, 3136)
+
+    Raises:
+        ValueError: a size that is not a positive integer, an unknown precision or padding.
     """
     for name, v in (("c_in", c_in), ("c_out", c_out), ("height", height), ("width", width), ("kernel", kernel),
                     ("batch", batch)):
@@ -246,8 +285,10 @@ def conv_layer(c_in: int, c_out: int, height: int, width: int, kernel: int = 3, 
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if precision not in BYTES_PER_ELEMENT:
         raise ValueError(f"precision={precision!r}; expected one of {sorted(BYTES_PER_ELEMENT)}")
+    if padding not in CONV_PADDINGS:
+        raise ValueError(f"padding={padding!r}; expected one of {list(CONV_PADDINGS)}")
     return ConvLayer(int(c_in), int(c_out), int(height), int(width), int(kernel), int(batch),
-                     BYTES_PER_ELEMENT[precision])
+                     BYTES_PER_ELEMENT[precision], padding)
 
 
 def batch_for_intensity(n: int, target_FLOP_per_byte: float, bytes_per_element: int) -> float:
