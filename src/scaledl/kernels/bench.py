@@ -7,7 +7,10 @@ reference row, CuPy's sum for the reduction. The table gives time, GFLOP/s or GB
 baseline. Targets (printed beside the ratio): register-blocked GEMM at 4096^3 >= 50 % of cuBLAS (aim 75 %),
 streams and the reduction >= 85 % of the copy bandwidth.
 
-On the simulator it prints one line and returns 2: timings of simulated threads mean nothing.
+On the simulator it prints one line and returns 2: timings of simulated threads mean nothing. The
+measuring functions themselves still run there (``time_ms`` falls back to the wall clock, and the baselines
+are an object with three methods, so a test can pass NumPy stand-ins for CuPy): tests/sim runs the whole
+bench at tiny sizes, so a GPU session finds the plumbing already exercised.
 
 Usage: ``scaledl bench [--quick] [--repeats N]``.
 """
@@ -18,6 +21,7 @@ import argparse
 import datetime
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +81,7 @@ def _import_cupy():
 
 
 # ------------------------------------------------------------------------------------------ GPU timing
-def time_ms(fn, repeats: int, warmup: int = 3, inner: int = 1) -> float:  # pragma: no cover - needs a GPU
+def time_ms(fn, repeats: int, warmup: int = 3, inner: int = 1) -> float:
     """Median milliseconds per call of ``fn()``: ``repeats`` samples, each a pair of CUDA events around
     ``inner`` back-to-back calls (divided by ``inner``).
 
@@ -85,17 +89,31 @@ def time_ms(fn, repeats: int, warmup: int = 3, inner: int = 1) -> float:  # prag
     with kernel ``i`` running; only the first launch's host overhead lands inside the events. Use it for
     kernels of well under a millisecond (streams, reductions), where one launch's host overhead (tens of
     microseconds in Numba) would otherwise be a visible part of the time.
+
+    On the simulator, whose events record nothing, each sample is the wall-clock time of the (synchronous)
+    simulated calls instead: a number about Python threads, never about hardware. It exists so that code
+    written for a GPU can be run, and tested, without one.
+
+    Raises:
+        ValueError: ``repeats``, ``inner`` below 1 or ``warmup`` below 0.
     """
     from numba import cuda
 
-    if repeats < 1 or inner < 1:
-        raise ValueError(f"repeats and inner must be >= 1, got repeats={repeats}, inner={inner}")
+    for name, v in (("repeats", repeats), ("inner", inner), ("warmup", warmup)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "warmup" else 1):
+            raise ValueError(f"{name} must be an int >= {0 if name == 'warmup' else 1}, got {v!r}")
     for _ in range(warmup):
         fn()
     cuda.synchronize()
     times = []
     for _ in range(repeats):
-        start, stop = cuda.event(), cuda.event()
+        if not scaledl.device.on_gpu():
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            times.append((time.perf_counter() - t0) * 1e3 / inner)
+            continue
+        start, stop = cuda.event(), cuda.event()  # pragma: no cover - needs a GPU
         start.record()
         for _ in range(inner):
             fn()
@@ -103,6 +121,38 @@ def time_ms(fn, repeats: int, warmup: int = 3, inner: int = 1) -> float:  # prag
         stop.synchronize()
         times.append(cuda.event_elapsed_time(start, stop) / inner)
     return statistics.median(times)
+
+
+class CupyBaselines:
+    """The baselines every kernel is compared with, measured in the same process through CuPy.
+
+    Each method takes device arrays (Numba's; CuPy wraps them without a copy through
+    ``__cuda_array_interface__``) and returns what the bench times. The bench needs nothing else from CuPy,
+    so tests substitute NumPy stand-ins with the same three methods and run the bench on the simulator.
+    """
+
+    gemm_name, copy_name, sum_name = "cuBLAS SGEMM (CuPy)", "copy (CuPy)", "sum (CuPy)"
+
+    def __init__(self, cp):
+        self.cp = cp
+
+    def gemm(self, dA, dB):  # pragma: no cover - needs a GPU
+        """``(run, result)``: ``run()`` computes A @ B with cuBLAS SGEMM into a preallocated output (TF32 off:
+        see _import_cupy), ``result()`` copies that output to the host."""
+        cp = self.cp
+        cA, cB = cp.asarray(dA), cp.asarray(dB)
+        out = cp.matmul(cA, cB)
+        return (lambda: cp.matmul(cA, cB, out=out)), (lambda: cp.asnumpy(out))
+
+    def copy(self, src, dst):  # pragma: no cover - needs a GPU
+        """``run()``: a device-to-device cudaMemcpyAsync of ``src`` into ``dst``."""
+        cs, cd = self.cp.asarray(src), self.cp.asarray(dst)
+        return lambda: cd.data.copy_from_device_async(cs.data, cs.nbytes)
+
+    def sum(self, x):  # pragma: no cover - needs a GPU
+        """``run()``: CuPy's own sum of ``x`` (a CUB reduction)."""
+        cx = self.cp.asarray(x)
+        return lambda: self.cp.sum(cx)
 
 
 def _check(name: str, got, want, tol) -> None:
@@ -118,7 +168,8 @@ def _check(name: str, got, want, tol) -> None:
         raise RuntimeError(f"{name} does not match its reference ({len(bad)} elements): {shown}")
 
 
-def bench_gemm(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - needs a GPU
+def bench_gemm(baselines, n: int, repeats: int) -> list[Row]:
+    """Check the three GEMM variants against the baseline's product at ``n^3``, then time them and it."""
     from numba import cuda
 
     from scaledl.kernels.gemm import gemm
@@ -128,17 +179,18 @@ def bench_gemm(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - nee
     B = rng.standard_normal((n, n), dtype=np.float32)
     dA, dB = cuda.to_device(A), cuda.to_device(B)
     dC = cuda.device_array((n, n), np.float32)
-    cA, cB = cp.asarray(dA), cp.asarray(dB)
-    ref = cp.matmul(cA, cB)
+    run_ref, ref_result = baselines.gemm(dA, dB)
     flops = 2 * n**3
-    t_ref = time_ms(lambda: cp.matmul(cA, cB, out=ref), repeats)
-    rows = [Row("cuBLAS SGEMM (CuPy)", f"{n}^3", t_ref, flops / t_ref / 1e6, "GFLOP/s", "-", None)]
-    ref_host = cp.asnumpy(ref)
+    t_ref = time_ms(run_ref, repeats)
+    rows = [Row(baselines.gemm_name, f"{n}^3", t_ref, flops / t_ref / 1e6, "GFLOP/s", "-", None)]
+    ref_host = np.asarray(ref_result(), np.float64)
     # float32 accumulation of n products: |error| <= (n + 2) eps (|A| @ |B|), elementwise
     tol = (n + 2) * np.finfo(np.float32).eps * (np.abs(A) @ np.abs(B))
+    _check("the baseline GEMM", ref_host, A.astype(np.float64) @ B, tol)  # the baseline is checked too
     for variant in ("naive", "tiled", "regblock"):
+        _poison(dC)
         gemm(dA, dB, variant=variant, out=dC)
-        _check(f"gemm {variant}", dC.copy_to_host(), ref_host, tol)
+        _check(f"gemm {variant}", dC.copy_to_host(), ref_host, 2 * tol)  # both sides carry rounding error
         t = time_ms(lambda: gemm(dA, dB, variant=variant, out=dC), repeats)
         rate = flops / t / 1e6
         rows.append(Row(f"gemm {variant}", f"{n}^3", t, rate, "GFLOP/s", "cuBLAS", rate / rows[0].rate,
@@ -146,53 +198,70 @@ def bench_gemm(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - nee
     return rows
 
 
-def bench_streams(cp, n: int, repeats: int) -> list[Row]:  # pragma: no cover - needs a GPU
+def _poison(d_array) -> None:
+    """Fill a device array with NaN before a checked launch, so an element the kernel never writes fails."""
+    d_array.copy_to_device(np.full(d_array.shape, np.nan, np.float32))
+
+
+def bench_streams(baselines, n: int, repeats: int) -> list[Row]:
+    """Check copy/scale/triad and the reduction(s) at ``n`` float32 elements, then time them against the
+    baseline's device-to-device copy (and show the baseline's own sum)."""
     from numba import cuda
 
     from scaledl.kernels import bandwidth as bw
-    from scaledl.kernels.reduce import reduce_sum, reduce_sum_into, sum_reference
+    from scaledl.kernels.reduce import _max_blocks, reduce_sum, reduce_sum_into, sum_reference
 
     rng = np.random.default_rng(1)
     a = rng.standard_normal(n, dtype=np.float32)
     b = rng.standard_normal(n, dtype=np.float32)
     da, db, dc = cuda.to_device(a), cuda.to_device(b), cuda.device_array(n, np.float32)
-    ca, cc = cp.asarray(da), cp.asarray(dc)
-    t_copy = time_ms(lambda: cc.data.copy_from_device_async(ca.data, ca.nbytes), repeats,
-                     inner=STREAM_INNER)  # cudaMemcpyAsync device to device
+    run_copy = baselines.copy(da, dc)
+    _poison(dc)
+    run_copy()
+    cuda.synchronize()
+    _check("the baseline copy", dc.copy_to_host(), a, 0.0)
+    t_copy = time_ms(run_copy, repeats, inner=STREAM_INNER)
     copy_GBps = bw.stream_bytes("copy", n) / t_copy / 1e6
-    rows = [Row("copy (CuPy)", f"{n:,}", t_copy, copy_GBps, "GB/s", "-", None)]
+    rows = [Row(baselines.copy_name, f"{n:,}", t_copy, copy_GBps, "GB/s", "-", None)]
     s = 3.0
     runs = {"copy": (lambda: bw.copy(dc, da), a),
             "scale": (lambda: bw.scale(dc, da, s), bw.stream_reference("scale", a, s=s)),
             "triad": (lambda: bw.triad(dc, da, db, s), bw.stream_reference("triad", a, b, s=s))}
     for op, (fn, want) in runs.items():
+        _poison(dc)
         fn()
         _check(op, dc.copy_to_host(), want, 2 * np.finfo(np.float32).eps * (np.abs(want) + 1))
         t = time_ms(fn, repeats, inner=STREAM_INNER)
         rate = bw.stream_bytes(op, n) / t / 1e6
-        rows.append(Row(op, f"{n:,}", t, rate, "GB/s", "CuPy copy", rate / copy_GBps, TARGETS["stream"]))
-    for variant in ("shared", "warp"):
+        rows.append(Row(op, f"{n:,}", t, rate, "GB/s", baselines.copy_name, rate / copy_GBps, TARGETS["stream"]))
+    # the warp-shuffle finish needs real shuffles: the simulator has none (reduce.resolve_variant)
+    for variant in ("shared", "warp") if scaledl.device.on_gpu() else ("shared",):
         got = float(reduce_sum(da, variant))
         _check(f"sum {variant}", got, sum_reference(a), n * np.finfo(np.float32).eps * float(np.abs(a).sum()))
-        blocks = 2048  # 2048 x 256 threads: several full waves on any current GPU
+        blocks = min(2048, _max_blocks())  # on a GPU 2048 x 256 threads: several full waves on any current one
         partial, result = cuda.device_array(blocks, np.float32), cuda.device_array(1, np.float32)
         t = time_ms(lambda: reduce_sum_into(da, partial, result, variant), repeats,
                     inner=STREAM_INNER)  # no allocation, no copy back
+        _check(f"sum {variant} (timed launch)", float(result.copy_to_host()[0]), sum_reference(a),
+               n * np.finfo(np.float32).eps * float(np.abs(a).sum()))
         rate = n * 4 / t / 1e6
-        rows.append(Row(f"sum {variant}", f"{n:,}", t, rate, "GB/s", "CuPy copy", rate / copy_GBps,
+        rows.append(Row(f"sum {variant}", f"{n:,}", t, rate, "GB/s", baselines.copy_name, rate / copy_GBps,
                         TARGETS["reduce"]))
-    t_sum = time_ms(lambda: cp.sum(ca), repeats, inner=STREAM_INNER)
-    rows.append(Row("sum (CuPy)", f"{n:,}", t_sum, n * 4 / t_sum / 1e6, "GB/s", "CuPy copy",
+    run_sum = baselines.sum(da)
+    t_sum = time_ms(run_sum, repeats, inner=STREAM_INNER)
+    rows.append(Row(baselines.sum_name, f"{n:,}", t_sum, n * 4 / t_sum / 1e6, "GB/s", baselines.copy_name,
                     n * 4 / t_sum / 1e6 / copy_GBps))
     return rows
 
 
-def bench_fma(repeats: int, n_threads: int, n_iter: int) -> list[Row]:  # pragma: no cover - needs a GPU
+def bench_fma(repeats: int, n_threads: int, n_iter: int) -> list[Row]:
+    """Check the FMA kernel exactly, then time it (no baseline: it measures the arithmetic ceiling)."""
     from numba import cuda
 
     from scaledl.kernels import bandwidth as bw
 
     out = cuda.device_array(n_threads, np.float32)
+    _poison(out)
     bw.fma_throughput(n_threads, n_iter, out=out)
     _check("fma", out.copy_to_host(), bw.fma_reference(n_threads, n_iter, 0.0, 1.0, 1.0), 0.0)
     t = time_ms(lambda: bw.fma_throughput(n_threads, n_iter, out=out), repeats)
@@ -218,8 +287,9 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     n_gemm = 1024 if args.quick else 4096
     n_stream = 2**24 if args.quick else 2**27  # 2**27 floats = 512 MiB per array: far beyond any L2
     info = scaledl.device.gpu_info()
-    rows = bench_gemm(cp, n_gemm, repeats)
-    rows += bench_streams(cp, n_stream, repeats)
+    baselines = CupyBaselines(cp)
+    rows = bench_gemm(baselines, n_gemm, repeats)
+    rows += bench_streams(baselines, n_stream, repeats)
     from numba import cuda
 
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT

@@ -334,7 +334,7 @@ def current_gpu_roofline(measure_bandwidth_GBps, measure_peak_TFLOPS, name: str 
     return measured_roofline(name, measure_peak_TFLOPS(), measure_bandwidth_GBps())
 
 
-def measure_triad_GBps(n: int = 2**26, repeats: int = 20) -> float:  # pragma: no cover - needs a GPU
+def measure_triad_GBps(n: int = 2**26, repeats: int = 20) -> float:
     """Bandwidth of the triad stream kernel (scaledl.kernels.bandwidth) on the GPU in use, GB/s."""
     import numpy as np
     from numba import cuda
@@ -347,7 +347,7 @@ def measure_triad_GBps(n: int = 2**26, repeats: int = 20) -> float:  # pragma: n
     return bw.stream_bytes("triad", n) / (t_ms * 1e-3) / 1e9
 
 
-def measure_fma_TFLOPS(n_threads: int = 2**21, n_iter: int = 4096, repeats: int = 10) -> float:  # pragma: no cover
+def measure_fma_TFLOPS(n_threads: int = 2**21, n_iter: int = 4096, repeats: int = 10) -> float:
     """FP32 FMA throughput of scaledl.kernels.bandwidth's FMA kernel on the GPU in use, TFLOP/s."""
     import numpy as np
     from numba import cuda
