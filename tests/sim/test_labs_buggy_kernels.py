@@ -75,6 +75,8 @@ def test_correct_tiled_kernel_passes():
     (dict(b_row_bug=True), "transposed index"),
     (dict(shrink_grid=True), "never written"),
 ])
+# a race reads uninitialised shared memory, whose garbage can overflow: expected, and not the point here
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_each_classic_bug_is_caught_and_named(bugs, words):
     r = _check(**bugs)
     assert not r.passed
