@@ -4,7 +4,7 @@ Students compare their kernels with these solutions, and an instructor times the
 never type-checks a kernel, so a solution could pass every notebook check and still be rejected by Numba's
 CUDA compiler. This test takes the kernel factories out of each lab solution (the top-level functions of its
 solution cells that contain ``@cuda.jit``), builds them with the sizes ``scaledl.sized(gpu=...)`` gives on a
-GPU, and compiles each to PTX in a fresh process with the backend forced to "cuda". It also checks that the
+GPU, and compiles each with the ``compile_ptx`` fixture (tests/sim/conftest.py). It also checks that the
 register-blocked solution keeps its R x R accumulators in registers. Skipped where the CUDA toolkit's
 libNVVM/NVRTC cannot be loaded (they come with the dev extra, numba-cuda[cu13]).
 """
@@ -28,30 +28,15 @@ KERNELS = [
     ("lab02_tiled_gemm", "regblock", "make_regblock_kernel(16, 4)", "(a2, a2, a2)"),
 ]
 
-SCRIPT = r'''
-import functools, importlib.util, json, os, re, sys, types
-os.environ["SCALEDL_QUIET"] = "1"
-spec = importlib.util.find_spec("scaledl")
-pkg = types.ModuleType("scaledl"); pkg.__path__ = list(spec.submodule_search_locations); sys.modules["scaledl"] = pkg
-import scaledl.device as d
-d._choose = lambda env: d.Decision("cuda", "forced: compile only", None)
+BODY = r'''
+import functools
 import numpy as np
-from numba import cuda, float32, int32
-from numba import types as T
-a1, a2 = T.Array(T.float32, 1, "C"), T.Array(T.float32, 2, "C")
-jobs = json.loads(sys.argv[1] if len(sys.argv) > 1 else os.environ["JOBS"])
-for name, source, call, sig in jobs:
+jobs = {}
+for name, source, call, sig in json.loads(os.environ["JOBS"]):
     ns = {"cuda": cuda, "float32": float32, "np": np, "functools": functools}
     exec(source, ns)
-    kernel = eval(call, ns)
-    try:
-        ptx, _ = cuda.compile_ptx(kernel.py_func, eval(sig), cc=(9, 0))
-    except Exception as err:
-        text = f"{type(err).__name__}: {err}"
-        if any(s in text for s in ("DynamicLibNotFound", "libNVVM", "libnvvm", "nvrtc", "NVRTC")):
-            print("SKIP", text.splitlines()[0]); sys.exit(0)
-        print("FAIL", name, text.replace(chr(10), " ")); sys.exit(1)
-    print("OK", name, len(re.findall(r"fma\.rn\.f32", ptx)), int(".local" in ptx), len(re.findall(r"bar\.sync", ptx)))
+    jobs[name] = (eval(call, ns), eval(sig))
+compile_all(jobs)
 '''
 
 
@@ -73,17 +58,12 @@ def test_factories_are_found():
     assert "def make_fma_kernel(CHAINS):" in factory_source("lab01_roofline_your_device")
 
 
-def test_lab_solution_kernels_compile_to_ptx(python):
+def test_lab_solution_kernels_compile_to_ptx(compile_ptx):
     jobs = [(name, factory_source(lab), call, sig) for lab, name, call, sig in KERNELS]
-    r = python(SCRIPT, {"JOBS": json.dumps(jobs)})
-    out = r.stdout
-    if out.startswith("SKIP"):
-        pytest.skip(f"CUDA toolkit libraries not found, cannot compile PTX here ({out.strip()[5:]})")
-    assert r.returncode == 0, out + r.stderr
-    rows = {line.split()[1]: [int(v) for v in line.split()[2:]] for line in out.splitlines() if line.startswith("OK")}
-    assert set(rows) == {k[1] for k in KERNELS}, out
-    fma, local, bar = rows["regblock"]
-    assert local == 0, "the register-blocked solution's accumulators spilled to local memory"
-    assert fma >= 16  # 4 x 4 accumulators, one FMA each per k step
-    assert rows["tiled"][2] >= 2 and bar >= 2  # both syncthreads survive compilation
-    assert rows["fma"][0] >= 8  # eight independent chains
+    rows = compile_ptx(BODY, {"JOBS": json.dumps(jobs)})
+    assert set(rows) == {k[1] for k in KERNELS}, rows
+    regblock = rows["regblock"]
+    assert regblock["local"] == 0, "the register-blocked solution's accumulators spilled to local memory"
+    assert regblock["fma"] >= 16  # 4 x 4 accumulators, one FMA each per k step
+    assert rows["tiled"]["bar"] >= 2 and regblock["bar"] >= 2  # both syncthreads survive compilation
+    assert rows["fma"]["fma"] >= 8  # eight independent chains

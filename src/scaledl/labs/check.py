@@ -318,9 +318,9 @@ def gemm_sizes(block: int) -> tuple[tuple[int, int, int], ...]:
 
     The first is tiny (inside one block once ``block >= 8``); the second spans 3, 3 and 4 blocks along M, N
     and K, the third 5, 4 and 6 (for ``block >= 4``). For an even ``block`` every dimension of the larger
-    two is odd, so none is a multiple of any power-of-two tile, and M != N != K catches swapped dimensions. Scaling with the block keeps the simulator fast
-    (a 4x4-thread tile needs no 37x29x41 product to span several tiles) while a GPU's 64x64 block still
-    gets sizes that cross several of its blocks.
+    two is odd, so none is a multiple of any power-of-two tile, and M != N != K catches swapped dimensions.
+    Scaling with the block keeps the simulator fast (a 4x4-thread tile needs no 37x29x41 product to span
+    several tiles) while a GPU's 64x64 block still gets sizes that cross several of its blocks.
 
     >>> gemm_sizes(4)
     ((5, 3, 7), (11, 9, 13), (19, 13, 23))
