@@ -13,6 +13,9 @@ Parametric layers (:class:`Dense`, :class:`Conv2d`) carry three hooks, all ``Non
   Inputs, weights, outputs and every gradient are rounded to it; products are accumulated in float32,
   as a Tensor Core does with FP16 inputs.
 
+Every product and bias-gradient sum goes through :mod:`scaledl.nn.ops`, which adds in one fixed order, so
+training gives the same bits on every CPU.
+
 >>> import numpy as np
 >>> layer = Dense(3, 2, rng=np.random.default_rng(0), name="fc")
 >>> y = layer.forward(np.ones((4, 3), np.float32))
@@ -23,6 +26,8 @@ Parametric layers (:class:`Dense`, :class:`Conv2d`) carry three hooks, all ``Non
 from __future__ import annotations
 
 import numpy as np
+
+from scaledl.nn.ops import matmul, sum_rows
 
 
 class Layer:
@@ -86,13 +91,13 @@ class Dense(_Parametric):
             raise ValueError(f"{self.name}: input has shape {x.shape}, expected (batch, {self.n_in})")
         x, W = self._cast_forward(x, self.params["W"])
         self._x, self._W = x, W  # (batch, n_in), (n_in, n_out): the values the product really used
-        return self._round(x @ W + self._round(self.params["b"]))
+        return self._round(matmul(x, W) + self._round(self.params["b"]))
 
     def backward(self, dy):
         dy = self._round(dy)  # (batch, n_out)
-        self.grads["W"] = self._round(self._x.T @ dy)
-        self.grads["b"] = self._round(dy.sum(axis=0))
-        return self._round(dy @ self._W.T)
+        self.grads["W"] = self._round(matmul(self._x.T, dy))
+        self.grads["b"] = self._round(sum_rows(dy))
+        return self._round(matmul(dy, self._W.T))
 
 
 class ReLU(Layer):
@@ -160,16 +165,16 @@ class Conv2d(_Parametric):
         cols = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, c * k * k)  # im2col
         Wmat = W.reshape(self.c_out, c * k * k)
         self._cols, self._Wmat, self._xshape = cols, Wmat, (n, c, ho, wo, xp.shape)
-        y = cols @ Wmat.T + self._round(self.params["b"])  # (n*Ho*Wo, c_out): the one GEMM
+        y = matmul(cols, Wmat.T) + self._round(self.params["b"])  # (n*Ho*Wo, c_out): the one GEMM
         return self._round(y.reshape(n, ho, wo, self.c_out).transpose(0, 3, 1, 2))
 
     def backward(self, dy):
         n, c, ho, wo, padded_shape = self._xshape
         k, p = self.k, self.padding
         dy2 = self._round(dy).transpose(0, 2, 3, 1).reshape(n * ho * wo, self.c_out)
-        self.grads["W"] = self._round((dy2.T @ self._cols).reshape(self.params["W"].shape))
-        self.grads["b"] = self._round(dy2.sum(axis=0))
-        dcols = (dy2 @ self._Wmat).reshape(n, ho, wo, c, k, k)
+        self.grads["W"] = self._round(matmul(dy2.T, self._cols).reshape(self.params["W"].shape))
+        self.grads["b"] = self._round(sum_rows(dy2))
+        dcols = matmul(dy2, self._Wmat).reshape(n, ho, wo, c, k, k)
         dxp = np.zeros(padded_shape, dcols.dtype)
         for i in range(k):  # col2im: each kernel offset adds its slice back where it was read from
             for j in range(k):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from scaledl.nn import ops
 from scaledl.nn.data import Dataset
 from scaledl.nn.model import mlp
 from scaledl.nn.optim import SGD, cosine
@@ -134,21 +135,37 @@ def fit_power_law(m, err, *, irreducible: bool = True) -> PowerLaw:
     if m.size < (4 if irreducible else 3) or np.any(m <= 0) or np.any(err <= 0):
         raise ValueError(f"m, err: need at least {4 if irreducible else 3} points with positive sizes and "
                          f"errors, got {m.size} points")
-    x = np.log(m)
-    slope, intercept = np.polyfit(x, np.log(err), 1)  # the straight-line fit starts the curved one
+    # exp and log from scaledl.nn.ops: NumPy's change in the last bit with the CPU's SIMD path.
+    x, log_err = ops.log(m), ops.log(err)
+    slope, intercept = np.polyfit(x, log_err, 1)  # the straight-line fit starts the curved one
     if not irreducible:
-        cov = np.polyfit(x, np.log(err), 1, cov=True)[1]
+        cov = np.polyfit(x, log_err, 1, cov=True)[1]
         return PowerLaw(math.exp(intercept), slope, 0.0, math.exp(intercept) * math.sqrt(cov[1, 1]),
                         math.sqrt(cov[0, 0]))
 
     def model(x, log_a, b, c):
-        return np.log(np.exp(log_a + b * x) + c)
+        return ops.log(ops.exp(log_a + b * x) + c)
 
     p0 = (intercept, min(slope, -1e-3), 0.5 * err.min())
-    p, cov = curve_fit(model, x, np.log(err), p0=p0, bounds=([-50, -5, 0], [50, 0, err.min()]), maxfev=20000)
+    p, cov = curve_fit(model, x, log_err, p0=p0, bounds=([-50, -5, 0], [50, 0, err.min()]), maxfev=20000)
     sd = np.sqrt(np.maximum(np.diag(cov), 0))
     a = math.exp(p[0])
     return PowerLaw(a, float(p[1]), float(p[2]), a * float(sd[0]), float(sd[1]), float(sd[2]))
+
+
+def round_sig(x: float, digits: int = 2) -> float:
+    """``x`` rounded to ``digits`` significant digits, for extrapolations whose uncertainty is a factor.
+
+    An extrapolated sample count printed as 364,629 claims six digits the fit cannot support; the last
+    bits of a least-squares fit also differ between CPUs (LAPACK kernels), so only the leading digits
+    reproduce.
+
+    >>> round_sig(364_629), round_sig(0.012345, 3)
+    (360000.0, 0.0123)
+    """
+    if not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits: expected a positive integer, got {digits!r}")
+    return float(f"{float(x):.{digits}g}")
 
 
 def compute_factor(data_factor: float, model_factor: float, epochs_factor: float = 1):
