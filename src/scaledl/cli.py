@@ -80,11 +80,13 @@ def _book_command(args) -> int:
 
     book = load()
     if args.book_command == "check":
-        from scaledl.book.check import check_book
+        from scaledl.book.check import check_book, student_work
 
         problems = check_book(book)
         for p in problems:
             print(p)
+        for f in student_work(book):
+            print(f"{f}: student work kept (edited or run since it was generated; no command overwrites it)")
         validated = sum(e.validated for e in book.entries)
         print(f"book check: {len(problems)} problem(s); {validated} of {len(book.entries)} notebooks validated, "
               f"the rest planned")

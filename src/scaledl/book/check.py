@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl.book import nbfile
 from scaledl.book.toc import Book, Entry
 
 # Absolute paths of a particular machine, which make outputs differ between readers.
@@ -71,11 +72,21 @@ def check_entry(book: Book, entry: Entry) -> list[str]:
     executed = nbformat.read(book.path(entry.executed_file), as_version=4)
     problems += check_kernelspec(executed, entry.executed_file)
     problems += check_executed(executed, entry.executed_file)
+    problems += nbfile.problems(book.path(entry.executed_file), entry.executed_file)
     if entry.kind == "lab":
-        from scaledl.labs.release import check_student_version
+        from scaledl.labs.release import check_student_version, student_work_kept
 
         problems += check_student_version(book, entry)
+        if not student_work_kept(book, entry):
+            problems += nbfile.problems(book.path(entry.file), entry.file)
     return problems
+
+
+def student_work(book: Book) -> list[str]:
+    """The lab copies holding a student's own work, which every command leaves alone (reported, not errors)."""
+    from scaledl.labs.release import student_work_kept
+
+    return [e.file for e in book.entries if e.validated and student_work_kept(book, e)]
 
 
 def check_book(book: Book) -> list[str]:

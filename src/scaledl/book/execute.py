@@ -21,6 +21,7 @@ from nbclient.exceptions import CellExecutionError
 from tqdm.auto import tqdm
 
 from scaledl import device
+from scaledl.book import nbfile
 from scaledl.book.toc import Book, Entry
 
 # Fixed so that set iteration order, and so anything printed from it, is the same on every run.
@@ -113,9 +114,7 @@ def execute_entry(book: Book, entry: Entry, *, progress: bool = True) -> Result:
         return Result(entry, False, time.perf_counter() - start,
                       f"{entry.executed_file} was NOT changed: {type(err).__name__}: {err}")
     seconds = time.perf_counter() - start
-    tmp = path.with_suffix(".ipynb.tmp")
-    nbformat.write(nb, tmp)
-    tmp.replace(path)
+    nbfile.write(nb, path)  # in the form JupyterLab saves, so opening the notebook does not change it
     message = f"{entry.executed_file}: executed in {seconds:.1f} s on the {device.backend()} backend"
     if entry.kind == "lab":
         from scaledl.labs.release import write_student_version

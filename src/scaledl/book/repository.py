@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl.book import nbfile
 from scaledl.book.toc import Book
 
 URL = re.compile(r"^https://[\w.-]+(/[\w.~-]+)+/?$")
@@ -28,9 +29,7 @@ def _rewrite_notebook(path: Path, url: str) -> bool:
             changed |= new != cell.source
             cell.source = new
     if changed:
-        tmp = path.with_suffix(".ipynb.tmp")
-        nbformat.write(nb, tmp)
-        tmp.replace(path)
+        nbfile.write(nb, path)
     return changed
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl.book import nbfile
+
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?P<task>.*)$")
 END = re.compile(r"^[ \t]*### END SOLUTION\s*$")
 
@@ -97,7 +99,7 @@ def fingerprint(nb) -> str:
     """A hash of the notebook's content, leaving out its own stamp."""
     bare = copy.deepcopy(nb)
     bare.metadata.pop(STAMP, None)
-    return hashlib.sha256(nbformat.writes(bare).encode()).hexdigest()
+    return hashlib.sha256(nbfile.dumps(bare).encode()).hexdigest()
 
 
 def untouched(nb) -> bool:
@@ -106,7 +108,7 @@ def untouched(nb) -> bool:
 
 
 def _same(a, b) -> bool:
-    return nbformat.writes(a) == nbformat.writes(b)
+    return nbfile.dumps(a) == nbfile.dumps(b)
 
 
 def _same_content(a, b) -> bool:
@@ -132,14 +134,32 @@ def write_student_version(solution_path: Path, student_path: Path, previous_solu
         if not pristine:
             return "kept"
     student_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = student_path.with_suffix(".ipynb.tmp")
-    nbformat.write(fresh, tmp)
-    tmp.replace(student_path)
+    nbfile.write(fresh, student_path)
     return "written"
 
 
+def student_work_kept(book, entry) -> bool:
+    """True when the lab's student copy holds a student's own work: edited or run since it was generated.
+
+    Such a copy is a valid state of the repository (a student's checkout); no command overwrites it and
+    ``scaledl book check`` reports it instead of failing.
+    """
+    path = book.path(entry.file)
+    if entry.kind != "lab" or not path.is_file():
+        return False
+    on_disk = nbformat.read(path, as_version=4)
+    try:
+        fresh = student_version(nbformat.read(book.path(entry.solution), as_version=4))
+    except ValueError:
+        return False
+    return STAMP in on_disk.metadata and not untouched(on_disk) and not _same_content(on_disk, fresh)
+
+
 def check_student_version(book, entry) -> list[str]:
-    """``scaledl book check``'s test that a lab's student file is exactly derived from its solution."""
+    """``scaledl book check``'s test that a lab's student file is exactly derived from its solution.
+
+    A copy with a student's work in it (see :func:`student_work_kept`) is not checked: it is theirs.
+    """
     solution = nbformat.read(book.path(entry.solution), as_version=4)
     student = nbformat.read(book.path(entry.file), as_version=4)
     problems = []
@@ -151,6 +171,8 @@ def check_student_version(book, entry) -> list[str]:
                for line in c.source.splitlines()):
         problems.append(f"{entry.solution}: marks no '### BEGIN SOLUTION' block; students would have nothing "
                         f"to write")
+    if student_work_kept(book, entry):
+        return problems
     if not _same(student, expected):
         problems.append(f"{entry.file}: differs from the student version of {entry.solution}; run "
                         f"`scaledl book execute {entry.id}` to remake it (edits in a student's own copy are "
