@@ -157,8 +157,20 @@ def decide() -> Decision:
         config.reload_config()
     _decision = decision
     if not os.environ.get(QUIET_VAR):
-        print(f"scaledl: {decision.backend} backend ({decision.reason})", file=sys.stderr)
+        # In a notebook the line is information, not a warning: Jupyter draws stderr as a red band.
+        stream = sys.stdout if _in_notebook() else sys.stderr
+        print(f"scaledl: {decision.backend} backend ({decision.reason})", file=stream)
     return decision
+
+
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel (ipykernel), where stdout is what a cell shows as plain output."""
+    shell = sys.modules.get("IPython")
+    try:
+        ip = shell.get_ipython() if shell is not None else None
+    except Exception:  # a half-imported IPython: treat as a terminal
+        return False
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
 def backend() -> str:

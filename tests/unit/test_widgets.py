@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import ipywidgets as W  # noqa: E402
 import pytest  # noqa: E402
 
-from scaledl.widgets import Explorer, choice, log_slider, slider, toggle  # noqa: E402
+from scaledl.widgets import FALLBACK_TEXT, Explorer, choice, log_slider, slider, toggle  # noqa: E402
 
 
 def view(n, scale, mode="a", on=True):
@@ -63,7 +63,7 @@ def test_display_shows_default_then_updates_in_place(monkeypatch):
         def update(self, obj):
             shown.append(("update", obj))
 
-    def fake_display(obj, display_id=False):
+    def fake_display(obj, display_id=False, raw=False):
         shown.append(("display", obj))
         return Handle() if display_id else None
 
@@ -72,7 +72,9 @@ def test_display_shows_default_then_updates_in_place(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", fake_display)
     ex = Explorer(view, n=slider(3, 1, 10), scale=slider(0.5, 0.1, 2.0, 0.1))
     ex._ipython_display_()
-    assert isinstance(shown[0][1], W.VBox)
+    controls = shown[0][1]  # the VBox's mime bundle, with a sentence as its plain-text fallback
+    assert controls["text/plain"] == FALLBACK_TEXT and "VBox" not in controls["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" in controls
     assert "a:1.5:True" in repr(shown[1][1].data)
     ex.controls["n"].value = 4
     assert shown[-1][0] == "update" and "a:2:True" in repr(shown[-1][1].data)
@@ -82,7 +84,7 @@ def test_figures_are_closed_after_display(monkeypatch):
     import IPython.display
     import matplotlib.pyplot as plt
 
-    monkeypatch.setattr(IPython.display, "display", lambda obj, display_id=False: type("H", (), {
+    monkeypatch.setattr(IPython.display, "display", lambda obj, display_id=False, raw=False: type("H", (), {
         "update": lambda self, o: None})())
 
     def fig_view(n):

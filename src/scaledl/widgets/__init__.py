@@ -25,6 +25,8 @@ import ipywidgets as W
 
 __all__ = ["Explorer", "slider", "log_slider", "choice", "toggle"]
 
+FALLBACK_TEXT = ("Interactive explorer: run this cell to move its controls. The figure below is drawn at "
+                 "their default values.")
 _STYLE = {"description_width": "initial"}
 _LAYOUT = {"width": "420px"}
 
@@ -131,7 +133,11 @@ class Explorer:
     def _ipython_display_(self):
         from IPython.display import display
 
-        display(W.VBox(list(self.controls.values())))
+        box = W.VBox(list(self.controls.values()))
+        # Shown where the controls cannot be (no kernel, an untrusted notebook, a static page): a sentence,
+        # never the widget's repr.
+        bundle = {**box._repr_mimebundle_(), "text/plain": FALLBACK_TEXT}
+        display(bundle, raw=True)
         self._handle = None
         self._on_change(None)
         for w in self.controls.values():
