@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scaledl.nn import ops
 from scaledl.numerics import get_format, quantize
 
 __all__ = ["half_ulp", "lost_updates", "repeated_add", "DynamicLossScaler", "MixedHistory", "train_mixed",
@@ -260,7 +261,9 @@ def softmax_cross_entropy_in(logits, labels, fmt, *, stable: bool = True, form: 
             loss layer): a badly wrong example has ``p[label]`` below the format's smallest number, so its
             loss is infinite. ``"logsumexp"`` computes ``log(sum exp z) - z[label]`` (a fused log-softmax),
             which never takes the log of a tiny number.
-    The sum of exponentials is accumulated term by term in ``fmt``.
+    The sum of exponentials is accumulated term by term in ``fmt``. ``exp`` and ``log`` are evaluated in
+    float64 (``scaledl.nn.ops``: the same bits on every CPU, unlike NumPy's float32 SIMD paths) and then
+    rounded to ``fmt``, as a correctly rounding library of that format would return them.
     """
     if form not in ("prob", "logsumexp"):
         raise ValueError(f"form must be 'prob' or 'logsumexp', got {form!r}")
@@ -271,21 +274,21 @@ def softmax_cross_entropy_in(logits, labels, fmt, *, stable: bool = True, form: 
         z = r(z - z.max(axis=1, keepdims=True))
     rows = np.arange(len(labels))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        e = r(np.exp(z))
+        e = r(ops.exp(z.astype(np.float64)))
         total = np.zeros(z.shape[0], np.float32)
         for j in range(z.shape[1]):
             total = r(total + e[:, j])
         if form == "prob":
             p = r(e[rows, labels] / total)
-            return -r(np.log(p).astype(np.float32))
-        return r(r(np.log(total).astype(np.float32)) - z[rows, labels])
+            return -r(ops.log(p.astype(np.float64)))
+        return r(r(ops.log(total.astype(np.float64))) - z[rows, labels])
 
 
 def reference_cross_entropy(logits, labels) -> np.ndarray:
     """Per-example softmax cross-entropy in float64 (log-sum-exp form): the yardstick of the above."""
     z = np.asarray(logits, np.float64)
     zs = z - z.max(axis=1, keepdims=True)
-    return np.log(np.exp(zs).sum(axis=1)) - zs[np.arange(len(labels)), np.asarray(labels)]
+    return ops.log(ops.sum_rows(ops.exp(zs).T)) - zs[np.arange(len(labels)), np.asarray(labels)]
 
 
 def softmax_failure_table(logits, labels, formats=("fp32", "bf16", "fp16")) -> list[dict]:
