@@ -24,6 +24,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
+# `make lab` does not `jupyter trust` the book's notebooks, on purpose. Trusted, JupyterLab draws each
+# explorer's stored controls, disconnected: sliders that move and change nothing until the cell is run.
+# Untrusted (as on Colab, a JupyterHub or a fresh clone anywhere), it shows the explorer's plain-text
+# fallback, a sentence asking the reader to run the cell, above the stored default figure (tests/browser
+# checks this). Trust is also a per-machine security decision about HTML/JavaScript outputs, which this
+# book does not need, and a fork or a course copy could change what is trusted.
 lab: $(STAMP)
 	@echo "Starting JupyterLab on the book. Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
 	$(VENV)/bin/jupyter lab --no-browser $(ALLOW_ROOT) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \

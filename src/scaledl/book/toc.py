@@ -26,6 +26,7 @@ class Entry:
     gpu: bool = False
     sim_budget_s: float = 60.0
     solution: str | None = None  # labs only
+    trains: bool = False  # trains networks: re-executed as another CPU would (tests/notebooks/test_emulated_cpu.py)
 
     @property
     def executed_file(self) -> str:
@@ -134,7 +135,7 @@ def load(root: Path | None = None) -> Book:
                     kind=kind, id=eid, file=_require(raw, "file", str, where),
                     title=_require(raw, "title", str, where), status=status, part=pid,
                     seeds=tuple(raw.get("seeds", [])), gpu=bool(raw.get("gpu", False)),
-                    sim_budget_s=float(budget), solution=solution,
+                    sim_budget_s=float(budget), solution=solution, trains=bool(raw.get("trains", False)),
                 ))
     seen: dict[str, str] = {}
     for e in entries:

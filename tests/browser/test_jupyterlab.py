@@ -1,0 +1,128 @@
+"""Every notebook of the book, opened in JupyterLab in Chromium and saved unchanged, stays byte-identical.
+
+A file JupyterLab would rewrite on open (another kernelspec display name, ``1.0`` where JavaScript writes
+``1``) is marked modified the moment a reader opens it, autosave rewrites it, and their next ``git pull``
+conflicts. Here each notebook is opened in a fresh JupyterLab (its kernel started, as a reader's would be),
+checked never to be marked modified, saved, and compared byte for byte with the committed file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from scaledl.book import load
+from scaledl.book.check import student_work
+from scaledl.widgets import FALLBACK_TEXT
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = load(ROOT)
+# A lab copy holding a student's own work is theirs, whatever tool wrote it: never a reason to fail.
+KEPT = set(student_work(BOOK))
+NOTEBOOKS = sorted({rel for e in BOOK.entries if e.validated for rel in (e.file, e.executed_file)} - KEPT)
+
+STATE_JS = """() => {
+  const app = window.jupyterapp;
+  const w = app && app.shell.currentWidget;
+  if (!w || !w.context || !w.context.isReady || !w.sessionContext) return null;
+  return {path: w.context.path, dirty: w.context.model.dirty,
+          status: w.sessionContext.kernelDisplayStatus,
+          kernel: w.sessionContext.session && w.sessionContext.session.kernel ? 'started' : 'none'};
+}"""
+
+
+def _api(url, token, path, method="GET"):
+    req = urllib.request.Request(f"{url}{path}", method=method, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+def _wait_open(page, rel, timeout_s=120):
+    """Wait until ``rel`` is the current document, loaded, with its kernel started and idle."""
+    deadline = time.time() + timeout_s
+    state = None
+    while time.time() < deadline:
+        state = page.evaluate(STATE_JS)
+        if state and state["path"] == rel and state["kernel"] == "started" and state["status"] == "idle":
+            return state
+        time.sleep(0.25)
+    raise AssertionError(f"{rel}: JupyterLab did not finish opening it within {timeout_s} s (last {state})")
+
+
+def _open(browser, url, token, rel):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{url}/lab/tree/{rel}?token={token}", wait_until="domcontentloaded")
+    _wait_open(page, rel)
+    time.sleep(2.0)  # kernel info arrives after "idle"; give JupyterLab time to write language_info, if it would
+    return page, errors
+
+
+def _shutdown_kernels(url, token):
+    for session in _api(url, token, "/api/sessions"):
+        _api(url, token, f"/api/sessions/{session['id']}", method="DELETE")
+
+
+@pytest.mark.parametrize("rel", NOTEBOOKS)
+def test_open_and_save_leaves_the_notebook_unchanged(chromium_browser, jupyterlab, rel):
+    url, token, root = jupyterlab
+    committed = (ROOT / rel).read_bytes()
+    page, errors = _open(chromium_browser, url, token, rel)
+    try:
+        dirty_on_open = page.evaluate(STATE_JS)["dirty"]
+        tab_marked = page.locator(".lm-TabBar-tab.jp-mod-dirty").count() > 0
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        deadline = time.time() + 30
+        while page.evaluate(STATE_JS)["dirty"] and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+        saved = (root / rel).read_bytes()
+        if saved != committed:
+            import difflib
+
+            diff = "".join(list(difflib.unified_diff(committed.decode().splitlines(True),
+                                                     saved.decode().splitlines(True), "committed", "saved"))[:60])
+            pytest.fail(f"{rel}: JupyterLab's save changed the file (modified on open: {dirty_on_open}):\n{diff}")
+        assert not dirty_on_open, f"{rel}: JupyterLab marked it modified on open, before any edit"
+        assert not tab_marked, f"{rel}: its tab was marked modified on open"
+    finally:
+        page.close()
+        _shutdown_kernels(url, token)
+
+
+def _explorer_notebook() -> str:
+    for rel in NOTEBOOKS:
+        if rel.startswith("chapters/") and FALLBACK_TEXT[:30] in (ROOT / rel).read_text():
+            return rel
+    pytest.skip("no chapter stores an explorer yet")
+
+
+def test_explorer_shows_a_sentence_not_the_widget_repr(chromium_browser, jupyterlab, tmp_path):
+    """A fresh clone's notebooks are untrusted and have no live kernel state: the explorer's stored output
+    must read as a sentence above its stored default figure, never as ``VBox(children=...``."""
+    url, token, _ = jupyterlab
+    rel = _explorer_notebook()
+    page, _ = _open(chromium_browser, url, token, rel)
+    try:
+        panel = page.locator(".jp-NotebookPanel:visible").first
+        text = panel.inner_text()
+        assert "VBox(" not in text and "HBox(" not in text, f"{rel}: a widget repr is visible"
+        sentence = page.get_by_text(FALLBACK_TEXT[:40]).first
+        sentence.scroll_into_view_if_needed()
+        assert sentence.is_visible(), f"{rel}: the explorer's fallback sentence is not shown"
+        shot = Path(os.environ.get("SCALEDL_BROWSER_ARTIFACTS", tmp_path)) / "explorer.png"
+        cell = page.locator(".jp-Cell", has=sentence).first
+        cell.screenshot(path=str(shot))
+        assert shot.stat().st_size > 5000, "the explorer cell's screenshot is empty"
+        # The stored default figure is drawn beside the sentence (an <img> in the same cell).
+        assert cell.locator("img").count() >= 1, f"{rel}: the explorer's stored figure is not shown"
+    finally:
+        page.close()
+        _shutdown_kernels(url, token)
