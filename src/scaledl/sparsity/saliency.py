@@ -59,7 +59,8 @@ def hessian_diagonal(model, x, y=None, *, method: str = "fisher", names=None) ->
     """Estimate the diagonal of the Hessian of the mean cross-entropy of ``model`` on ``(x, y)``.
 
     Args:
-        model: a :class:`scaledl.nn.Sequential` (not changed, apart from its cached activations).
+        model: a :class:`scaledl.nn.Sequential` (its parameters are not changed; its cached activations and
+            ``gradients()`` are overwritten).
         x: inputs, one per row (or image). y: labels; needed by ``method="empirical"`` only.
         method: ``"fisher"`` (exact Gauss-Newton/Fisher diagonal, C backward passes per sample) or
             ``"empirical"`` (squared gradient of the true label, one backward pass per sample).
