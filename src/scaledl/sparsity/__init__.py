@@ -6,6 +6,7 @@
 ``saliency``        ``obd_saliency`` (0.5 h w^2) and ``hessian_diagonal`` of a model (Gauss-Newton/Fisher)
 ``prune``           ``prune_masks`` of a ``scaledl.nn`` model, layer-wise or global; ``nm_masks``
 ``schedules``       ``prune_and_retrain``: one-shot, iterative, gradual (cubic, Zhu and Gupta 2017)
+``analysis``        ``zero_multiplies`` (multiplies with a zero weight or input), ``sensitivity_scan``
 ==================  ===========================================================================
 
 CSR and CSC matrices are ``scipy.sparse`` ones (``scipy.sparse.csr_array(w * mask)``); the kernels in
@@ -17,6 +18,7 @@ CSR and CSC matrices are ``scipy.sparse`` ones (``scipy.sparse.csr_array(w * mas
 (np.int64(4), np.int64(2))
 """
 
+from scaledl.sparsity.analysis import LayerZeros, sensitivity_scan, zero_multiplies
 from scaledl.sparsity.masks import (density, kept_count, magnitude_mask, nm_mask, random_mask, score_mask,
                                     top_k_mask)
 from scaledl.sparsity.nm import compress_nm, decompress_nm, metadata_words
@@ -30,4 +32,5 @@ __all__ = [
     "obd_saliency", "hessian_diagonal",
     "prunable", "scores", "prune_masks", "nm_masks", "model_sparsity",
     "cubic_sparsity", "iterative_sparsities", "prune_and_retrain", "PruneRun",
+    "zero_multiplies", "LayerZeros", "sensitivity_scan",
 ]
