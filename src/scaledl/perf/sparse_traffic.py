@@ -139,7 +139,8 @@ def product_cost(fmt: str, device, M: int, K: int, N: int, density: float = 1.0,
 
     ``fmt``: ``"dense"`` (all of A, 2 M K N FLOPs, dense rate), ``"csr"`` (``nnz = round(density M K)``,
     2 nnz N FLOPs at the FP32 CUDA-core rate) or ``"2:4"`` (half of A's multiplies at the dense
-    tensor-core rate, only on a device with 2:4 sparse tensor cores; ``density`` is ignored). Values are ``precision``-sized; B and C too.
+    tensor-core rate, only on a device with 2:4 sparse tensor cores; ``density`` is ignored). Values are
+    ``precision``-sized; B and C too.
 
     Raises:
         ValueError: unknown format, bad sizes or density, or a precision the device has no (sparse) rate for.

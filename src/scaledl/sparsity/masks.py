@@ -170,8 +170,9 @@ def nm_mask(w, n: int = 2, m: int = 4, *, axis: int = -1, pad: bool = False) -> 
     """Boolean mask keeping the ``n`` largest ``|w|`` of every ``m`` consecutive entries along ``axis``.
 
     For 2:4 the two largest magnitudes are also the pair with the largest sum of magnitudes, the rule of
-    NVIDIA's ASP (Mishra et al. 2021). ``axis`` should be the layer's reduction axis: 0 for a :class:`~scaledl.nn.Dense` weight (``x @ W``), the
-    last one for a row-major ``M x K`` operand as the sparse tensor cores read it.
+    NVIDIA's ASP (Mishra et al. 2021). ``axis`` should be the layer's reduction axis: 0 for a
+    :class:`~scaledl.nn.Dense` weight (``x @ W``), the last one for a row-major ``M x K`` operand as the
+    sparse tensor cores read it.
 
     Args:
         w: weights. n, m: keep ``n`` of every ``m`` (2:4 by default). axis: the grouping axis.
