@@ -71,8 +71,9 @@ def test_spmm(M, K, N, density):
     assert (C[M - 1] == 0).all()
 
 
-@pytest.mark.parametrize("M, K, N", [(1, 4, 1), (13, 18, 7), (5, 41, 11)])
-def test_nm_gemm_reads_only_kept_positions(M, K, N):
+@pytest.mark.parametrize("variant", ["naive", "tiled"])
+@pytest.mark.parametrize("M, K, N", [(1, 4, 1), (13, 18, 7), (5, 41, 11)])  # K = 41: three metadata words
+def test_nm_gemm_reads_only_kept_positions(variant, M, K, N):
     rng = np.random.default_rng(K)
     pattern = np.zeros(-(-K // 4) * 4, bool)  # one 2:4 pattern shared by every row
     for g in range(len(pattern) // 4):  # a partial last group picks among its real columns only
@@ -86,18 +87,19 @@ def test_nm_gemm_reads_only_kept_positions(M, K, N):
     B = rng.standard_normal((K, N)).astype(np.float32)
     B_poisoned = B.copy()
     B_poisoned[~pattern] = np.nan  # a dense product would give 0 * NaN = NaN
-    C = nm_gemm(values, meta, B_poisoned, out=np.full((M, N), np.nan, np.float32))
+    C = nm_gemm(values, meta, B_poisoned, out=np.full((M, N), np.nan, np.float32), variant=variant)
     ref = nm_gemm_reference(values, meta, B)
     np.testing.assert_array_equal(ref, A.astype(np.float64) @ B)  # the reference is the dense product
     assert_close(C, sp.csr_array(A), B, ref)
 
 
-def test_nm_gemm_random_dense_input():
+@pytest.mark.parametrize("variant", ["naive", "tiled"])
+def test_nm_gemm_random_dense_input(variant):
     rng = np.random.default_rng(5)
     A = rng.standard_normal((9, 21)).astype(np.float32)  # not sparse: compress_nm prunes it to 2:4
     B = rng.standard_normal((21, 6)).astype(np.float32)
     values, meta = compress_nm(A, axis=1, pad=True)
-    C = nm_gemm(values, meta, B, out=np.full((9, 6), np.nan, np.float32))
+    C = nm_gemm(values, meta, B, out=np.full((9, 6), np.nan, np.float32), variant=variant)
     ref = nm_gemm_reference(values, meta, B)
     bound = (values.shape[1] + 2) * EPS32 * (np.abs(values).astype(np.float64).sum(1, keepdims=True)
                                            * np.abs(B).max())
@@ -123,5 +125,7 @@ def test_errors():
     values, meta = compress_nm(np.ones((3, 8), np.float32))
     with pytest.raises(ValueError, match=r"values must have shape \(3, 6\) for B with K=12 rows"):
         nm_gemm(values, meta, np.ones((12, 2), np.float32))
+    with pytest.raises(ValueError, match="variant='wmma' is not a 2:4 GEMM variant"):
+        nm_gemm(values, meta, np.ones((8, 2), np.float32), variant="wmma")
     with pytest.raises(TypeError, match="metadata must be uint16, got dtype int16"):
         nm_gemm(values, meta.astype(np.int16), np.ones((8, 2), np.float32))

@@ -8,8 +8,10 @@ decodes its position ``k = 4 (j // 2) + idx`` and multiplies it with ``B[k, col]
 instead of K, and B's rows of the pruned positions are never read for that row.
 
 * ``v1 naive``: one thread per output element, everything from global memory (GEMM v1 with a decode).
-  A tiled version would stage B in shared memory as :mod:`scaledl.kernels.gemm` v2 does; the metadata decode
-  and the halved inner loop stay the same.
+* ``v2 tiled``: what changed: a ``T x T`` block walks K sixteen dense columns at a time (one metadata word
+  per row, 8 kept values): it stages those 16 rows of B in shared memory, and each row's word and 8 values;
+  each thread then decodes one word for 8 multiply-adds, gathering B from shared memory as a sparse
+  tensor core gathers its B fragment.
 
 A group padded past K (``compress_nm(..., pad=True)``) may name a position >= K; its value is zero and the
 kernel skips it, so it never reads past B.
@@ -24,17 +26,22 @@ array([[10., 10.]], dtype=float32)
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import scaledl.device
-from numba import cuda, float32
+from numba import cuda, float32, uint16
 
 from scaledl.sparsity.nm import decompress_nm, metadata_words
 
 N_KEPT, M_GROUP = 2, 4  # 2:4, the only pattern the hardware runs for 16-bit operands
 IDX_BITS = 2
 PER_WORD = 8  # 16-bit word / 2 bits
-BLOCK = {"cuda": (16, 16), "simulator": (8, 4)}
+BLOCK = {"cuda": (16, 16), "simulator": (8, 4)}  # v1's threads per block (x along the columns of C)
+TILE = {"cuda": 16, "simulator": 8}  # v2's T: T x T threads, T x T outputs per block
+K_STEP = M_GROUP * PER_WORD // N_KEPT  # 16 dense columns of A per metadata word
+VARIANTS = ("naive", "tiled")
 
 
 def nm_gemm_reference(values, metadata, B) -> np.ndarray:
@@ -70,13 +77,61 @@ def nm_gemm_v1(values, metadata, B, C):
         C[row, col] = acc
 
 
-def nm_gemm(values, metadata, B, out=None) -> np.ndarray:
+@functools.lru_cache(maxsize=None)
+def tiled_kernel(tile: int):
+    """v2 for a ``tile x tile`` block (what changed: K in steps of one metadata word; B, values and words
+    pass through shared memory; one decode of a word feeds 8 multiply-adds)."""
+    T = tile
+
+    @cuda.jit
+    def nm_gemm_v2_tiled(values, metadata, B, C):
+        sB = cuda.shared.array((K_STEP, T), float32)  # B[k0 + k, col0 + tx]
+        sV = cuda.shared.array((T, PER_WORD), float32)  # the 8 kept values of each of the block's rows
+        sM = cuda.shared.array(T, uint16)  # one metadata word per row
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        row = cuda.blockIdx.y * T + ty
+        col = cuda.blockIdx.x * T + tx
+        M = C.shape[0]
+        N = C.shape[1]
+        K = B.shape[0]
+        kept = values.shape[1]
+        acc = float32(0.0)
+        for w in range((K + K_STEP - 1) // K_STEP):
+            k0 = w * K_STEP
+            for k in range(ty, K_STEP, T):  # the block's rows of threads share the copy of 16 rows of B
+                sB[k, tx] = B[k0 + k, col] if (k0 + k < K and col < N) else float32(0.0)
+            for j in range(tx, PER_WORD, T):
+                jj = w * PER_WORD + j
+                sV[ty, j] = values[row, jj] if (row < M and jj < kept) else float32(0.0)
+            if tx == 0:
+                sM[ty] = metadata[row, w] if row < M else uint16(0)
+            cuda.syncthreads()
+            word = sM[ty]
+            for j in range(PER_WORD):  # unrolled by the compiler: a fixed 8 steps
+                k = (j // N_KEPT) * M_GROUP + ((word >> (IDX_BITS * j)) & 3)
+                acc += sV[ty, j] * sB[k, tx]  # past K, sB holds zeros (and so does sV past the kept values)
+            cuda.syncthreads()
+        if row < M and col < N:
+            C[row, col] = acc
+
+    return nm_gemm_v2_tiled
+
+
+nm_gemm_v2_tiled = tiled_kernel(TILE["cuda"])
+
+
+def nm_gemm(values, metadata, B, out=None, variant: str = "tiled") -> np.ndarray:
     """C = A @ B where ``(values, metadata) = compress_nm(A, 2, 4, axis=1, pad=...)`` and B is K x N float32.
+
+    ``variant``: ``"naive"`` (v1) or ``"tiled"`` (v2).
 
     Raises:
         TypeError: values or B not float32, metadata not uint16.
-        ValueError: shapes that do not fit 2:4 compression of an M x K matrix.
+        ValueError: shapes that do not fit 2:4 compression of an M x K matrix, an unknown variant.
     """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not a 2:4 GEMM variant; expected one of {VARIANTS}")
     for name, a, dt in (("values", values, np.float32), ("metadata", metadata, np.uint16), ("B", B, np.float32)):
         if np.ndim(a) != 2:
             raise ValueError(f"{name} must be 2-D, got shape {np.shape(a)}")
@@ -95,13 +150,17 @@ def nm_gemm(values, metadata, B, out=None) -> np.ndarray:
         raise ValueError(f"out must be float32 of shape {(M, N)}, got {C.dtype} {C.shape}")
     if not (M and N):
         return C
-    bx, by = BLOCK[scaledl.device.backend()]
+    if variant == "naive":
+        kernel, (bx, by) = nm_gemm_v1, BLOCK[scaledl.device.backend()]
+    else:
+        t = TILE[scaledl.device.backend()]
+        kernel, (bx, by) = tiled_kernel(t), (t, t)
     grid = ((N + bx - 1) // bx, (M + by - 1) // by)
     args = [np.ascontiguousarray(a) for a in (values, metadata, B)]
     if scaledl.device.on_gpu():
         d_C = cuda.device_array((M, N), np.float32)
-        nm_gemm_v1[grid, (bx, by)](*[cuda.to_device(a) for a in args], d_C)
+        kernel[grid, (bx, by)](*[cuda.to_device(a) for a in args], d_C)
         C[...] = d_C.copy_to_host()
     else:
-        nm_gemm_v1[grid, (bx, by)](*args, C)
+        kernel[grid, (bx, by)](*args, C)
     return C
