@@ -10,14 +10,17 @@ The format, for 2:4 (Mishra et al. 2021, "Accelerating Sparse Deep Neural Networ
   (keeping positions 0 and 1 is ``0b0100``, 2 and 3 is ``0b1110``), and a 16-bit word holds four groups,
   i.e. 16 dense columns; a byte holds two groups.
 
-This is the logical metadata matrix (``M x K/16`` int16 words for an ``M x K`` half-precision operand) that
-PyTorch builds in ``torch/sparse/_semi_structured_conversions.py`` before handing it to CUTLASS, whose
-comments give exactly this encoding; the PTX ISA's ``mma.sp`` section describes the same 2-bit indices per
-kept value. Not implemented here: CUTLASS then *reorders* the words in memory (its ``ColumnMajorInterleaved<2>``
-layout, ``reorder_meta()`` in ``tools/util/include/cutlass/util/host_reorder.h``) so that each thread of a
-warp finds its words together; that permutation changes where words live, not what they say. The int8
-format (32-bit words, 8 groups each) is also not modelled. For other ``m`` the same scheme is used with
-``b = ceil(log2 m)`` bits and ``16 // b`` indices per word (no hardware reads those).
+This is the logical metadata matrix (``M x K/16`` int16 words for an ``M x K`` half-precision operand)
+that PyTorch builds in ``torch/sparse/_semi_structured_conversions.py`` (``meta_4 = idxs0 | idxs1 << 2``,
+four nibbles per int16, the first group in the low bits) before handing it to CUTLASS; the tests check
+that table nibble by nibble. Where a group has fewer than two non-zeros, any two positions covering them
+are valid: this module keeps the lowest-index zeros (PyTorch picks other pairs; both decode to the same
+matrix). Not implemented here: CUTLASS then *reorders* the words in memory (its
+``ColumnMajorInterleaved<2>`` layout, ``reorder_meta()`` in ``tools/util/include/cutlass/util/
+host_reorder.h``) so that each thread of a warp finds its words together; that permutation changes where
+words live, not what they say. The int8 format (32-bit words, 8 groups each) is not modelled either. For
+other ``m`` the same scheme is used with ``b = ceil(log2 m)`` bits and ``16 // b`` indices per word (no
+hardware reads those).
 
 A row whose length ``m`` does not divide is padded with zeros when ``pad=True``; a final word that is not
 full is padded with zero bits.
