@@ -14,8 +14,8 @@ CSR and CSC matrices are ``scipy.sparse`` ones (``scipy.sparse.csr_array(w * mas
 
 >>> import numpy as np
 >>> w = np.arange(1.0, 9.0).reshape(2, 4)
->>> nm_mask(w, 2, 4, axis=1).sum(), magnitude_mask(w, 0.75).sum()
-(np.int64(4), np.int64(2))
+>>> int(nm_mask(w, 2, 4, axis=1).sum()), int(magnitude_mask(w, 0.75).sum())
+(4, 2)
 """
 
 from scaledl.sparsity.analysis import LayerZeros, sensitivity_scan, zero_multiplies

@@ -28,7 +28,7 @@ import numpy as np
 
 from scaledl.nn.train import History, evaluate, train
 from scaledl.sparsity.masks import check_sparsity
-from scaledl.sparsity.prune import model_sparsity, prune_masks
+from scaledl.sparsity.prune import model_sparsity, prunable, prune_masks
 from scaledl.sparsity.saliency import hessian_diagonal
 
 SCHEDULES = ("one-shot", "iterative", "gradual")
@@ -106,7 +106,7 @@ def prune_and_retrain(model, data, sparsity: float, *, schedule: str = "one-shot
         hessian = None
         if criterion == "obd":
             n = min(hessian_samples, data.n_train)
-            hessian = hessian_diagonal(model, data.x_train[:n], names=None)
+            hessian = hessian_diagonal(model, data.x_train[:n], names=prunable(model))
         model.set_masks({**model.masks, **prune_masks(model, s, scope=scope, criterion=criterion,
                                                       hessian=hessian, seed=seed + len(run.step))})
         run.step.append(done[0])
