@@ -7,6 +7,8 @@
 ``reduce``          sum: shared-memory tree, then a warp-shuffle finish
 ``occupancy``       how a launch fills the GPU: blocks per SM, tile and wave quantization, coalescing
 ``conv``            direct 2-D convolution and Winograd F(2x2, 3x3)
+``spmv``            CSR SpMV (a thread per row, a warp per row, warp shuffles) and CSR SpMM (SciPy CSR in)
+``nm_gemm``         2:4 compressed GEMM: values + 2-bit metadata, half the multiplies
 ``winograd``        Winograd transform matrices F(m, r) and their error in low precision (NumPy)
 ``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
 ==================  ===========================================================================
