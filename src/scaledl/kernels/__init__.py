@@ -8,6 +8,8 @@
 ``occupancy``       how a launch fills the GPU: blocks per SM, tile and wave quantization, coalescing
 ``conv``            direct 2-D convolution and Winograd F(2x2, 3x3)
 ``winograd``        Winograd transform matrices F(m, r) and their error in low precision (NumPy)
+``rnn``             a simple RNN: standard step kernel, persistent kernels (W in shared memory, block / grid)
+``rnn_traffic``     bytes and time per RNN step, standard vs persistent; what fits on chip
 ``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
 ==================  ===========================================================================
 
