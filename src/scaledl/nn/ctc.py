@@ -14,7 +14,8 @@ states):
 * backward: ``beta_t(s)``, the probability of the frames after ``t`` given state ``s`` at ``t`` (here without
   ``y_t``, so ``alpha_t(s) beta_t(s)`` is the probability of all paths through ``s`` at ``t``).
 
-Everything is carried as logarithms (``np.logaddexp``), which keeps long sequences from underflowing; a state
+Baidu's warp-ctc runs the same recursion in parallel on a GPU; :mod:`scaledl.perf.warp_ctc` holds what its
+README measured. Everything here is carried as logarithms (``np.logaddexp``), which keeps long sequences from underflowing; a state
 that no path reaches is ``-inf``, and a label sequence no alignment can produce (it needs more frames than
 ``T``: one per label plus one blank between each pair of equal neighbours) has loss ``+inf`` and a zero
 gradient, never NaN.

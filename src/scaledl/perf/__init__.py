@@ -8,6 +8,7 @@
 ``fleet``          the automotive fleet example: data collected -> dataset -> years of training
 ``huang``          Huang's law: ~1000x single-GPU inference in ten years, decomposed into its causes
 ``energy``         energy per operation and instruction overhead
+``warp_ctc``       warp-ctc's README timings: speedup ranges over Eesen and Theano, against seed 001's "100-400X"
 =================  ===================================================================================
 
 The submodules are imported on demand (``from scaledl.perf import hardware``), so importing this package
