@@ -15,8 +15,8 @@ states):
   ``y_t``, so ``alpha_t(s) beta_t(s)`` is the probability of all paths through ``s`` at ``t``).
 
 Baidu's warp-ctc runs the same recursion in parallel on a GPU; :mod:`scaledl.perf.warp_ctc` holds what its
-README measured. Everything here is carried as logarithms (``np.logaddexp``), which keeps long sequences from underflowing; a state
-that no path reaches is ``-inf``, and a label sequence no alignment can produce (it needs more frames than
+README measured. Everything here is carried as logarithms (``np.logaddexp``), which keeps long sequences from
+underflowing; a state that no path reaches is ``-inf``, and a label sequence no alignment can produce (it needs more frames than
 ``T``: one per label plus one blank between each pair of equal neighbours) has loss ``+inf`` and a zero
 gradient, never NaN.
 
