@@ -89,7 +89,8 @@ def test_dynamic_at_light_load_holds_each_request_for_the_delay():
 
 def test_adaptive_settles_at_the_largest_batch_within_the_slo():
     svc, slo_s = linear(0.002, 0.001), 0.0205  # service(18) = 20 ms meets the objective, service(19) does not
-    r = simulate("adaptive", rate=5000.0, service=svc, n_requests=60_000, seed=4, max_batch=64, slo_s=slo_s)
+    r = simulate("adaptive", rate=5000.0, service=svc, n_requests=60_000, seed=4, max_batch=64,
+                 latency_objective_s=slo_s)
     late = r.batch_size[len(r.batch_size) // 2:-20]  # overloaded: the queue stays full (until the last few
     # batches, dropped), so the cap alone decides the batch
     # additive increase from 17.1 reaches 19 (over the objective), then x 0.9 back to 17.1: sizes 17, 18, 19
@@ -153,7 +154,7 @@ def test_errors():
         simulate("single", rate=1.0, service=0.001, n_requests=10)
     with pytest.raises(TypeError, match="policy 'single' takes no option 'max_batch'"):
         simulate("single", rate=1.0, service=svc, n_requests=10, max_batch=4)
-    with pytest.raises(TypeError, match="policy 'adaptive' needs slo_s"):
+    with pytest.raises(TypeError, match="policy 'adaptive' needs latency_objective_s"):
         simulate("adaptive", rate=1.0, service=svc, n_requests=10)
     with pytest.raises(ValueError, match=r"preferred_batch_sizes must be integers in \[1, max_batch=8\], got \(16,\)"):
         simulate("dynamic", rate=1.0, service=svc, n_requests=10, max_batch=8, preferred_batch_sizes=(16,))
@@ -175,3 +176,23 @@ def test_errors():
         measured([4, 2], [1e-3, 2e-3])
     with pytest.raises(ValueError, match=r"percentile must be in \(0, 100\), got 100"):
         max_rate_at_slo("single", service=svc, slo_s=0.01, percentile=100)
+
+
+def test_users_at_slo_table_and_view():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from scaledl.serve.views import serving_view, users_at_slo
+
+    svc = linear(0.002, 0.001)  # adaptive holds each batch to 20 ms: batch <= 18, below max_batch
+    rows = users_at_slo(svc, 0.020, n_requests=10_000, max_batch=32)
+    by = {r["policy"]: r for r in rows}
+    assert by["single"]["vs_single"] == 1.0 and by["batch_dispatch"]["vs_single"] > 1
+    assert by["adaptive"]["max_rate_rps"] == max_rate_at_slo("adaptive", service=svc, slo_s=0.020, n_requests=10_000,
+                                                             max_batch=32, latency_objective_s=0.020)
+    fig = serving_view("batch_dispatch", slo_ms=50, n_requests=5000)
+    title = fig.axes[0].get_title()
+    assert title.startswith("batch_dispatch:") and "vs single" in title and title.endswith("x)")
+    plt.close(fig)

@@ -6,6 +6,7 @@
 ``simulate``        ``simulate(policy, rate=, service=, n_requests=, seed=)``: single, batch_dispatch,
                     dynamic (Triton), adaptive (Clipper AIMD); latencies, batches, p50/p98/p99
 ``slo``             ``max_rate_at_slo``: the most users served at acceptable latency
+``views``           ``users_at_slo`` table, latency percentiles against load, the chapter widget
 ``theory``          M/D/1 mean wait (Pollaczek-Khinchine) and the eager batcher's steady-state batch
 ==================  ===========================================================================
 

@@ -24,7 +24,7 @@ Policies (``policy=``):
   delay it is exactly ``"batch_dispatch"``.
 * ``"adaptive"``: Clipper's AIMD batch size (Crankshaw et al., "Clipper: A Low-Latency Online Prediction
   Serving System", NSDI 2017): eager batching under a cap that grows by ``additive_step`` after every batch
-  whose service time met ``slo_s`` and shrinks by the factor ``backoff`` after one that did not.
+  whose service time met ``latency_objective_s`` and shrinks by the factor ``backoff`` after one that did not.
 
 >>> from scaledl.serve import linear, simulate
 >>> r = simulate("batch_dispatch", rate=2000.0, service=linear(0.010, 0.0002), n_requests=20_000, seed=0)
@@ -49,14 +49,14 @@ OPTIONS = {  # the keyword options each policy takes, with their defaults (None:
     "single": {},
     "batch_dispatch": {"max_batch": 64},
     "dynamic": {"max_batch": 64, "preferred_batch_sizes": (), "max_queue_delay_s": 0.0},
-    "adaptive": {"max_batch": 64, "slo_s": None, "additive_step": 1.0, "backoff": 0.9},
+    "adaptive": {"max_batch": 64, "latency_objective_s": None, "additive_step": 1.0, "backoff": 0.9},
 }
 # Clipper (NSDI 2017, section 4.3) backs off "by a small percentage (10%)" after a batch misses the objective,
 # hence the default backoff of 0.9.
 
 
 @njit(cache=False)
-def _serve(arrival_s, table_s, code, max_batch, preferred_floor, max_delay_s, slo_s, step, backoff,
+def _serve(arrival_s, table_s, code, max_batch, preferred_floor, max_delay_s, objective_s, step, backoff,
            finish_s, batch_size, batch_start_s):  # pragma: no cover (compiled; covered through simulate)
     """The event loop. ``code``: 0 single, 1 batch_dispatch, 2 dynamic, 3 adaptive. Returns the batch count."""
     n = arrival_s.size
@@ -98,7 +98,7 @@ def _serve(arrival_s, table_s, code, max_batch, preferred_floor, max_delay_s, sl
         batch_start_s[nb] = start_s
         nb += 1
         if code == 3:
-            if duration_s <= slo_s:
+            if duration_s <= objective_s:
                 cap = min(cap + step, float(max_batch))
             else:
                 cap = max(cap * backoff, 1.0)
@@ -167,9 +167,9 @@ def _options(policy: str, options: dict) -> dict:
         if bad:
             raise ValueError(f"preferred_batch_sizes must be integers in [1, max_batch={mb}], got {sizes!r}")
     if policy == "adaptive":
-        if opts["slo_s"] is None:
-            raise TypeError("policy 'adaptive' needs slo_s, the latency objective each batch is held to")
-        positive("slo_s", opts["slo_s"])
+        if opts["latency_objective_s"] is None:
+            raise TypeError("policy 'adaptive' needs latency_objective_s, the time each batch is held to")
+        positive("latency_objective_s", opts["latency_objective_s"])
         positive("additive_step", opts["additive_step"])
         if not 0 < opts["backoff"] < 1:
             raise ValueError(f"backoff must be in (0, 1), got {opts['backoff']!r}")
@@ -188,7 +188,7 @@ def simulate(policy: str, *, rate: float, service, n_requests: int, seed: int = 
         seed: the arrival process's seed (one seed gives the same path at every rate, rescaled).
         arrivals: ``"poisson"``, ``"bursty"`` or a :class:`~scaledl.serve.arrivals.Bursty` instance.
         **policy_options: ``max_batch`` (all but single), ``preferred_batch_sizes`` and ``max_queue_delay_s``
-            (dynamic), ``slo_s``, ``additive_step`` and ``backoff`` (adaptive).
+            (dynamic), ``latency_objective_s``, ``additive_step`` and ``backoff`` (adaptive).
 
     Raises:
         ValueError: unknown policy, rate <= 0, a service time that is not positive or that decreases with
@@ -210,7 +210,7 @@ def simulate(policy: str, *, rate: float, service, n_requests: int, seed: int = 
     batch_size = np.empty(n, np.int64)
     batch_start_s = np.empty(n)
     nb = _serve(arrival_s, table_s, POLICIES.index(policy), max_batch, preferred_floor,
-                float(opts.get("max_queue_delay_s", 0.0)), float(opts.get("slo_s") or 0.0),
+                float(opts.get("max_queue_delay_s", 0.0)), float(opts.get("latency_objective_s") or 0.0),
                 float(opts.get("additive_step", 1.0)), float(opts.get("backoff", 0.5)),
                 finish_s, batch_size, batch_start_s)
     latency_s = finish_s - arrival_s

@@ -35,6 +35,8 @@ def max_rate_at_slo(policy: str, *, service, slo_s: float, percentile: float = 9
                     **policy_options) -> float:
     """Largest rate (requests/s) at which the ``percentile`` latency of ``policy`` is at most ``slo_s``.
 
+    For ``"adaptive"``, ``latency_objective_s`` defaults to ``slo_s`` (Clipper holds each batch to the SLO).
+
     Returns 0.0 when even the lightest load on the grid (capacity / 1000) misses the SLO, for example
     when ``service(1) > slo_s``.
 
@@ -49,6 +51,8 @@ def max_rate_at_slo(policy: str, *, service, slo_s: float, percentile: float = 9
     if not 0 < percentile < 100:
         raise ValueError(f"percentile must be in (0, 100), got {percentile!r}")
     positive("rtol", rtol)
+    if policy == "adaptive":
+        policy_options.setdefault("latency_objective_s", slo_s)
     top = capacity_rps(policy, service, **policy_options)
 
     def meets(rate: float) -> bool:
