@@ -7,8 +7,10 @@ batch); its size is the number of requests that have arrived by then, capped by 
 simulation is therefore one pass over the sorted arrival times, a recursion in the spirit of Lindley's
 equation, with no need to order concurrent events. That pass is a plain loop compiled by Numba
 (``numba.njit``, sequential float64 arithmetic, so the same bits on any CPU), and a million requests take a
-fraction of a second after a one-time compilation of a second or two. A SimPy process would pay a Python
-generator switch and a heap operation per event, at a few microseconds each, for the same answer.
+few hundredths of a second after a one-time compilation of about a second. SimPy (a well-kept library for
+general discrete-event models) pays generator switches and heap operations per event: the same M/D/1 queue
+written with a SimPy ``Resource`` took 11.7 us per request (SimPy 4.1.2, 100,000 requests, this book's 2-core
+build machine), about 12 s for a million, and gave the same mean wait to every printed digit.
 
 Policies (``policy=``):
 
