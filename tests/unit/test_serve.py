@@ -116,6 +116,10 @@ def test_service_models():
     assert gemv(1) == pytest.approx(weights_s, rel=0.01)
     table = service_table(gemv, 1024)[1:]
     assert np.all(np.diff(table) >= 0) and table[-1] / table[0] > 2  # compute bound by batch 1024
+    kv = roofline([(4096, 4096)], device="H100 SXM", precision="fp16", bytes_per_request=1e9)
+    assert kv(8) - kv(4) == pytest.approx(4 * 1e9 / 3.35e12, rel=1e-3)  # unshared bytes grow with the batch
+    with pytest.raises(ValueError, match="bytes_per_request must be a finite number >= 0, got -1"):
+        roofline([(8, 8)], bytes_per_request=-1)
     m = measured([1, 4, 16], [1e-3, 2e-3, 5e-3])
     assert m(10) == pytest.approx(3.5e-3)
     with pytest.raises(ValueError, match="batch 17 is outside the measured range"):

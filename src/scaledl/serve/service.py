@@ -59,30 +59,47 @@ class Roofline:
     device: str
     precision: str
     overhead_s: float
+    bytes_per_request: float = 0.0
 
     def __call__(self, b: int) -> float:
         from scaledl.perf.roofline import dense_layer, roofline_of
 
         roof = roofline_of(self.device, self.precision)
         layers = (dense_layer(n_in, n_out, int(b), self.precision) for n_in, n_out in self.layers)
-        return self.overhead_s + sum(roof.time_s(g.flops, g.bytes_moved) for g in layers)
+        private_s = b * self.bytes_per_request / (roof.bandwidth_GBps * 1e9)  # nothing shared: no reuse
+        return self.overhead_s + sum(roof.time_s(g.flops, g.bytes_moved) for g in layers) + private_s
 
 
-def roofline(layers, *, device: str = "H100 SXM", precision: str = "fp16", overhead_s: float = 0.0) -> Roofline:
+def roofline(layers, *, device: str = "H100 SXM", precision: str = "fp16", overhead_s: float = 0.0,
+             bytes_per_request: float = 0.0) -> Roofline:
     """Service time of a dense layer stack from ``device``'s datasheet roofline (a lower bound on a real GPU).
+
+    ``bytes_per_request`` is memory traffic that batching cannot share, read once per request at full
+    bandwidth: an LLM decode step's KV cache (``2 x layers x context x d_model x bytes`` per sequence), whose
+    attention is a GEMV per sequence however large the batch. It keeps a decode step memory bound as the
+    batch grows, where the weights alone would turn compute bound.
 
     Args:
         layers: ``[(n_in, n_out), ...]``, one pair per layer (an RNN step is one ``(hidden, hidden)`` layer).
         device: a name known to :mod:`scaledl.perf.hardware`.
         precision: the weights' and activations' precision (``"fp16"``, ``"fp32"``, ...).
         overhead_s: fixed time added to every batch (kernel launches, host work); >= 0.
+        bytes_per_request: unshared bytes each request reads (see above); >= 0.
+
+    >>> d, L, ctx = 4096, 32, 2048      # a 7B-class decoder (d_model 4096, 32 layers), 2,048 tokens of context
+    >>> step = roofline([(d, 3 * d), (d, d), (d, 4 * d), (4 * d, d)] * L, device="H100 SXM",
+    ...                 bytes_per_request=2 * L * ctx * d * 2)
+    >>> [round(step(b) * 1e3, 2) for b in (1, 16, 64)]      # ms: 12.9 GB of weights, then 1.07 GB of KV each
+    [4.17, 8.99, 24.44]
     """
     pairs = tuple((int(a), int(b)) for a, b in layers)
     if not pairs:
         raise ValueError("layers must hold at least one (n_in, n_out) pair, got none")
     if not (overhead_s >= 0 and math.isfinite(overhead_s)):
         raise ValueError(f"overhead_s must be a finite number >= 0, got {overhead_s!r}")
-    model = Roofline(pairs, device, precision, float(overhead_s))
+    if not (bytes_per_request >= 0 and math.isfinite(bytes_per_request)):
+        raise ValueError(f"bytes_per_request must be a finite number >= 0, got {bytes_per_request!r}")
+    model = Roofline(pairs, device, precision, float(overhead_s), float(bytes_per_request))
     model(1)  # fails here, with the roofline module's message, on a bad layer, device or precision
     return model
 

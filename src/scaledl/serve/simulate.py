@@ -109,7 +109,7 @@ def _serve(arrival_s, table_s, code, max_batch, preferred_floor, max_delay_s, ob
     return nb
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False: fields hold arrays, whose == is elementwise
 class SimResult:
     """What one simulation produced. Per-request arrays are in arrival order; per-batch arrays in time order.
 
