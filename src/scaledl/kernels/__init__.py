@@ -10,6 +10,8 @@
 ``spmv``            CSR SpMV (a thread per row, a warp per row, warp shuffles) and CSR SpMM (SciPy CSR in)
 ``nm_gemm``         2:4 compressed GEMM: values + 2-bit metadata, half the multiplies
 ``winograd``        Winograd transform matrices F(m, r) and their error in low precision (NumPy)
+``rnn``             a simple RNN: standard step kernel, persistent kernels (W in shared memory, block / grid)
+``rnn_traffic``     bytes and time per RNN step, standard vs persistent; what fits on chip
 ``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
 ==================  ===========================================================================
 

@@ -41,6 +41,7 @@ True
 ['fc1.W', 'fc1.b', 'fc2.W', 'fc2.b']
 """
 
+from scaledl.nn.ctc import ctc_loss  # noqa: F401  (CTC, chapter 18; not in __all__ to keep this a one-line change)
 from scaledl.nn.data import Dataset, digits, teacher_student
 from scaledl.nn.gradcheck import max_gradient_error, numerical_gradients
 from scaledl.nn.layers import Conv2d, Dense, Flatten, Layer, ReLU

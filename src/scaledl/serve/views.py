@@ -1,0 +1,84 @@
+"""What chapter 17 shows: latency percentiles against load, users served at an SLO, and the widget's view.
+
+>>> from scaledl.serve import linear
+>>> rows = users_at_slo(linear(a_s=0.002, c_s=0.0005), slo_s=0.050, n_requests=20_000)
+>>> [(r["policy"], round(r["max_rate_rps"]), round(r["vs_single"], 1)) for r in rows]
+[('single', 364, 1.0), ('batch_dispatch', 1737, 4.8), ('dynamic', 1737, 4.8), ('adaptive', 1737, 4.8)]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaledl.perf._checks import positive
+from scaledl.serve.service import linear
+from scaledl.serve.simulate import POLICIES, simulate
+from scaledl.serve.slo import capacity_rps, max_rate_at_slo
+
+
+def _policy_options(policy: str, max_batch: int, slo_s: float, max_queue_delay_s: float) -> dict:
+    if policy == "single":
+        return {}
+    if policy == "dynamic":
+        return {"max_batch": max_batch, "max_queue_delay_s": max_queue_delay_s}
+    if policy == "adaptive":
+        return {"max_batch": max_batch, "latency_objective_s": slo_s}  # each batch's service held to the SLO
+    return {"max_batch": max_batch}
+
+
+def users_at_slo(service, slo_s: float, *, policies=POLICIES, max_batch: int = 64, max_queue_delay_s: float = 0.0,
+                 percentile: float = 98.0, n_requests: int = 100_000, seed: int = 0) -> list[dict]:
+    """For each policy: the largest arrival rate whose ``percentile`` latency meets ``slo_s``, and its ratio to
+    ``"single"`` (the seed's "users at acceptable latency"). Rows: ``{"policy", "max_rate_rps", "vs_single"}``.
+    """
+    slo_s = positive("slo_s", slo_s)
+    rates = {p: max_rate_at_slo(p, service=service, slo_s=slo_s, percentile=percentile, n_requests=n_requests,
+                                seed=seed, **_policy_options(p, max_batch, slo_s, max_queue_delay_s))
+             for p in policies}
+    base = rates.get("single") or max_rate_at_slo("single", service=service, slo_s=slo_s, percentile=percentile,
+                                                  n_requests=n_requests, seed=seed)
+    return [{"policy": p, "max_rate_rps": r, "vs_single": r / base if base > 0 else float("inf")}
+            for p, r in rates.items()]
+
+
+def percentile_curves(policy: str, service, rates_rps, *, n_requests: int = 50_000, seed: int = 0,
+                      **policy_options) -> dict:
+    """p50, p98 and p99 latency (seconds) and mean batch at each rate: ``{"p50_s": array, ...}``."""
+    rows = [simulate(policy, rate=float(r), service=service, n_requests=n_requests, seed=seed, **policy_options)
+            for r in rates_rps]
+    return {"rate_rps": np.asarray(rates_rps, float), "p50_s": np.array([r.p50_s for r in rows]),
+            "p98_s": np.array([r.p98_s for r in rows]), "p99_s": np.array([r.p99_s for r in rows]),
+            "mean_batch": np.array([r.mean_batch for r in rows])}
+
+
+def serving_view(policy: str = "batch_dispatch", slo_ms: float = 50.0, max_batch: int = 64,
+                 fixed_ms: float = 2.0, per_request_ms: float = 0.5, max_queue_delay_ms: float = 0.0,
+                 n_requests: int = 20_000):
+    """Widget view: p50/p98/p99 latency against load for ``policy`` and for ``"single"``, service
+    ``fixed_ms + per_request_ms x b``, with the SLO drawn and the users served at it in the title."""
+    import matplotlib.pyplot as plt
+
+    service = linear(fixed_ms / 1e3, per_request_ms / 1e3)
+    slo_s = positive("slo_ms", slo_ms) / 1e3
+    opts = _policy_options(policy, max_batch, slo_s, max_queue_delay_ms / 1e3)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    served = {}
+    for name, o, style in (("single", {}, "--"), (policy, opts, "-")):
+        top = capacity_rps(name, service, **o)
+        rates = top * np.linspace(0.05, 0.98, 24)
+        c = percentile_curves(name, service, rates, n_requests=n_requests, **o)
+        for q, color in (("p50_s", "C0"), ("p98_s", "C3"), ("p99_s", "C1")):
+            ax.semilogy(rates, c[q] * 1e3, style, color=color, label=f"{name} {q[:3]}")
+        served[name] = max_rate_at_slo(name, service=service, slo_s=slo_s, n_requests=n_requests, **o)
+        if name == policy:
+            break
+    ax.axhline(slo_ms, color="k", lw=1, ls=":", label=f"SLO {slo_ms:g} ms (p98)")
+    ratio = served[policy] / served["single"] if served["single"] > 0 else float("inf")
+    ax.set_title(f"{policy}: {served[policy]:.0f} req/s at p98 <= {slo_ms:g} ms vs single {served['single']:.0f} "
+                 f"({ratio:.1f}x)", fontsize=10)
+    ax.set_xlabel("arrival rate (requests/s)")
+    ax.set_ylabel("latency (ms)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    return fig
