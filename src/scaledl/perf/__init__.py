@@ -1,6 +1,7 @@
 """Performance models: what hardware can do, and how long a piece of deep-learning work takes on it.
 
-=================  ============================================================================``hardware``       one frozen :class:`~scaledl.perf.hardware.Device` per GPU (Fermi to Hopper), with
+=================  ===================================================================================
+``hardware``       one frozen :class:`~scaledl.perf.hardware.Device` per GPU (Fermi to Hopper), with
                    dense peak rates per precision, memory, power and the datasheet each number comes from
 ``training``       training time from a FLOP count, a device, a count and a utilization (and back)
 ``demand``         compute demand of landmark models (petaflop-days), unit conversions, growth rates
@@ -9,7 +10,6 @@
 ``energy``         energy per operation and instruction overhead
 ``sparse_traffic`` CSR vs dense vs 2:4: bytes per non-zero, the density crossovers in bytes and in
                    roofline time, the 2:4 speedup when compute or memory bound
-=======
 ``warp_ctc``       warp-ctc's README timings: speedup ranges over Eesen and Theano, against seed 001's "100-400X"
 =================  ===================================================================================
 
