@@ -109,3 +109,12 @@ def test_untouched_copy_follows_an_edited_solution_without_knowing_the_old_one(t
     nbformat.write(edited, sol)
     assert write_student_version(sol, stu, previous_solution=edited) == "kept"
     assert nbformat.read(stu, as_version=4).cells[1].execution_count == 1
+
+
+@pytest.mark.parametrize("tag", ["answer-key", "solution"])
+def test_answer_key_cells_never_reach_the_student(tag):
+    nb = _solution_notebook()
+    nb.cells[2].metadata["tags"] = [tag]
+    student = student_version(nb)
+    assert "The answer is" not in nbformat.writes(student)
+    assert student.cells[2].source == ANSWER_CELL and student.cells[2].metadata["tags"] == ["answer"]

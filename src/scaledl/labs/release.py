@@ -14,7 +14,7 @@ The student version keeps everything else and puts, at the marker's indentation:
         # YOUR CODE HERE (Task 1.1)
         raise NotImplementedError("Task 1.1")
 
-Markdown cells tagged ``solution`` (worked answers) become an empty answer cell tagged ``answer`` (ANSWER_CELL,
+Markdown cells tagged ``answer-key`` or ``solution`` (worked answers) become an empty answer cell tagged ``answer`` (ANSWER_CELL,
 where the student writes theirs), and all outputs are cleared. The student version is derived data:
 ``scaledl book check`` verifies it equals what this module makes from the solution.
 """
@@ -64,6 +64,9 @@ def strip_source(source: str, where: str = "cell") -> str:
 
 
 ANSWER_CELL = "*Your answer* (double-click this cell to write it):"
+# Markdown cells holding a worked answer: "answer-key" (the book-wide tag for exercise answers) or
+# "solution" (the labs' older name for the same thing). Neither reaches a student copy.
+ANSWER_TAGS = frozenset({"answer-key", "solution"})
 
 
 def student_version(solution_nb) -> nbformat.NotebookNode:
@@ -72,7 +75,8 @@ def student_version(solution_nb) -> nbformat.NotebookNode:
     nb = copy.deepcopy(solution_nb)
     cells = []
     for i, cell in enumerate(nb.cells):
-        if "solution" in cell.get("metadata", {}).get("tags", []) and cell.cell_type == "markdown":
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type == "markdown" and ANSWER_TAGS.intersection(tags):
             blank = nbformat.v4.new_markdown_cell(ANSWER_CELL, metadata={"tags": ["answer"]})
             if "id" in cell:
                 blank["id"] = cell["id"]  # stable ids: regenerating the copy changes nothing else
