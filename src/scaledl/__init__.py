@@ -28,11 +28,15 @@ from scaledl.device import backend, sized
 __version__ = "0.1.0"
 __all__ = ["backend", "sized", "device", "__version__"]
 
+# The `scaledl` command (also `python -m scaledl`) announces the backend only in commands that use one.
+_orig = list(getattr(_sys, "orig_argv", ()))  # while `python -m scaledl` imports the package, argv[0] is "-m"
+_command_line = (_os.path.basename(_sys.argv[0] if _sys.argv else "") == "scaledl"
+                 or ("-m" in _orig and _orig[_orig.index("-m") + 1:_orig.index("-m") + 2] == ["scaledl"]))
 try:
-    device.decide()
+    device.decide(announce=not _command_line)
 except (ValueError, device.BackendError) as _err:
     # From the command line a one-line error beats a traceback; in a notebook the exception is the message.
-    if _os.path.basename(_sys.argv[0] if _sys.argv else "") in ("scaledl", "__main__.py"):
+    if _command_line:
         print(f"scaledl: error: {_err}", file=_sys.stderr)
         raise SystemExit(2) from None
     raise

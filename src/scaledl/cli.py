@@ -6,6 +6,7 @@
     scaledl book list [--validated] the notebooks of the book, one path a line
     scaledl book html [--out DIR]   a static HTML copy of the book
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
+    scaledl book readme             rewrite the README's table of chapters and labs from book.toml
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
 """
 
@@ -21,6 +22,10 @@ from scaledl import device
 
 DOCTOR_PACKAGES = ("numpy", "numba", "numba-cuda", "ml_dtypes", "ipywidgets", "jupyterlab", "matplotlib",
                    "nbval", "cupy-cuda12x", "cupy-cuda13x")
+# Not needed to read and run the book; what each is for, said instead of "NOT INSTALLED".
+OPTIONAL_PACKAGES = {"nbval": "needed only for `make test` (pip install nbval, or the [dev] extra)",
+                     "jupyterlab": "needed only to open the book locally (`make lab`); Colab and a "
+                                   "JupyterHub bring their own"}
 
 
 def _version(dist: str) -> str | None:
@@ -62,8 +67,12 @@ def doctor(out=sys.stdout) -> int:
     lines.append(f"python       {platform.python_version()} ({platform.system()} {platform.machine()})")
     for dist in DOCTOR_PACKAGES:
         v = _version(dist)
-        if v is not None or not dist.startswith("cupy"):
-            lines.append(f"{dist:<12} {v or 'NOT INSTALLED'}")
+        if v is not None:
+            lines.append(f"{dist:<12} {v}")
+        elif dist in OPTIONAL_PACKAGES:
+            lines.append(f"{dist:<12} not installed: {OPTIONAL_PACKAGES[dist]}")
+        elif not dist.startswith("cupy"):
+            lines.append(f"{dist:<12} NOT INSTALLED")
     lines.append(f"colab        {'yes' if in_colab() else 'no'}")
     missing = [p for p in ("numpy", "numba", "numba-cuda", "ipywidgets", "matplotlib") if _version(p) is None]
     ok, smoke = smoke_test() if not missing else (False, "skipped: packages missing")
@@ -100,7 +109,11 @@ def _book_command(args) -> int:
         from scaledl.book.execute import run
 
         for name in args.names:  # fail on a bad name before spending minutes on the good ones
-            book.resolve(name)
+            entry = book.resolve(name)
+            if not entry.validated:
+                raise ValueError(f"{entry.kind} {entry.id} ({entry.title!r}) is planned in book.toml and not "
+                                 f"written yet: there is no {entry.executed_file} to execute")
+        device.announce()
         return run(book, args.names, progress=not args.quiet)
     if args.book_command == "html":
         from pathlib import Path
@@ -109,6 +122,11 @@ def _book_command(args) -> int:
 
         written = build(book, Path(args.out))
         print(f"wrote {len(written)} files to {args.out}")
+        return 0
+    if args.book_command == "readme":
+        from scaledl.book.toc import update_readme
+
+        print("README.md updated from book.toml" if update_readme(book) else "README.md already up to date")
         return 0
     if args.book_command == "set-repository":
         from scaledl.book.repository import set_repository
@@ -134,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--quiet", action="store_true", help="no progress bar")
     html = bsub.add_parser("html", help="a static HTML copy of the book")
     html.add_argument("--out", default="_build/html")
+    bsub.add_parser("readme", help="rewrite README.md's table of chapters and labs (with statuses) from book.toml")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
@@ -152,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             from scaledl.kernels.bench import main as bench_main
 
+            device.announce()
             return bench_main(args.bench_args)
     except (ValueError, FileNotFoundError, device.BackendError) as err:
         print(f"scaledl: error: {err}", file=sys.stderr)

@@ -126,8 +126,12 @@ def _choose(env: dict[str, str]) -> Decision:
 _decision: Decision | None = None
 
 
-def decide() -> Decision:
+def decide(announce: bool = True) -> Decision:
     """Take the backend decision for this process (once) and prepare Numba for it.
+
+    ``announce``: print the one-line notice naming the backend and why (once per process; see
+    :func:`announce`). The ``scaledl`` command passes False and announces only in commands that use a
+    backend, so ``scaledl --help`` or ``scaledl book check`` print no notice.
 
     Raises:
         ValueError: ``SCALEDL_BACKEND`` holds something other than ``cuda`` or ``simulator``.
@@ -156,10 +160,28 @@ def decide() -> Decision:
 
         config.reload_config()
     _decision = decision
-    if not os.environ.get(QUIET_VAR):
-        # In a notebook the line is information, not a warning: Jupyter draws stderr as a red band.
-        stream = sys.stdout if _in_notebook() else sys.stderr
-        print(f"scaledl: {decision.backend} backend ({decision.reason})", file=stream)
+    if announce:
+        _announce(decision)
+    return decision
+
+
+_announced = False
+
+
+def _announce(decision: Decision) -> None:
+    global _announced
+    if _announced or os.environ.get(QUIET_VAR):
+        return
+    _announced = True
+    # In a notebook the line is information, not a warning: Jupyter draws stderr as a red band.
+    stream = sys.stdout if _in_notebook() else sys.stderr
+    print(f"scaledl: {decision.backend} backend ({decision.reason})", file=stream)
+
+
+def announce() -> Decision:
+    """Decide (if not done yet) and print the backend notice, unless already printed or SCALEDL_QUIET is set."""
+    decision = decide(announce=False)
+    _announce(decision)
     return decision
 
 

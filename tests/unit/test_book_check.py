@@ -127,3 +127,15 @@ def test_a_students_edited_copy_is_kept_work_not_a_problem(make_book):
 def test_the_real_book_passes():
     problems = check_book(load())
     assert problems == [], "\n".join(problems)
+
+
+def test_readme_table_follows_book_toml(make_book):
+    from scaledl.book.toc import README_END, README_START, update_readme
+
+    root = make_book(chapter_status="planned")
+    (root / "README.md").write_text(f"# T\n\n{README_START}\nstale\n{README_END}\n\nmore\n")
+    assert any("README.md: its table" in p and "scaledl book readme" in p for p in check_book(load(root)))
+    assert update_readme(load(root)) is True
+    text = (root / "README.md").read_text()
+    assert "| I P | Chapter 00 | A | planned (not written yet) | not needed |" in text and text.endswith("more\n")
+    assert check_book(load(root)) == [] and update_readme(load(root)) is False

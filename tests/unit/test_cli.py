@@ -48,3 +48,29 @@ def test_bench_without_gpu_says_so():
     r = scaledl("bench")
     assert r.returncode != 0
     assert "GPU" in (r.stdout + r.stderr)
+
+
+def test_commands_that_use_no_backend_print_no_backend_notice():
+    for args in (["--help"], ["book", "check"], ["book", "list"], ["book", "--help"]):
+        r = scaledl(*args)
+        assert "backend (" not in r.stderr + r.stdout, (args, r.stderr)
+    r = subprocess.run([sys.executable, "-c", "import scaledl"], capture_output=True, text=True, timeout=300)
+    assert r.stderr.startswith("scaledl: ") and "backend (" in r.stderr  # a script or notebook still sees it
+
+
+def test_executing_a_planned_chapter_says_it_is_planned():
+    from scaledl.book import load
+
+    planned = next(e for e in load().entries if not e.validated)
+    r = scaledl("book", "execute", planned.id)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{planned.kind} {planned.id}" in r.stderr and "is planned in book.toml and not written yet" in r.stderr
+
+
+def test_doctor_says_what_a_missing_optional_package_is_for(monkeypatch):
+    monkeypatch.setattr(cli, "_version", lambda dist: None if dist == "nbval" else "1.0")
+    monkeypatch.setattr(cli, "smoke_test", lambda: (True, "stub"))
+    out = io.StringIO()
+    assert cli.doctor(out) == 0
+    assert "nbval        not installed: needed only for `make test`" in out.getvalue()
+    assert "NOT INSTALLED" not in out.getvalue()

@@ -89,6 +89,20 @@ def student_work(book: Book) -> list[str]:
     return [e.file for e in book.entries if e.validated and student_work_kept(book, e)]
 
 
+def check_readme(book: Book) -> list[str]:
+    """The README's table of chapters and labs must say what book.toml says (statuses included)."""
+    from scaledl.book.toc import README_END, README_START, status_table
+
+    path = book.root / "README.md"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if README_START not in text:
+        return []  # a book without the generated table (the tests' small books)
+    current = text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
+    if current != status_table(book):
+        return ["README.md: its table of chapters and labs differs from book.toml; run `scaledl book readme`"]
+    return []
+
+
 def check_book(book: Book) -> list[str]:
     """Every problem found, as readable lines; an empty list means the book is consistent."""
     problems = []
@@ -98,6 +112,7 @@ def check_book(book: Book) -> list[str]:
         if e.solution:
             listed.add(e.solution)
         problems += check_entry(book, e)
+    problems += check_readme(book)
     for rel in notebooks_on_disk(book.root):
         if rel not in listed:
             problems.append(f"{rel}: on disk but not in book.toml (add it, with status 'draft' if unfinished)")

@@ -150,3 +150,37 @@ def load(root: Path | None = None) -> Book:
         repository=_require(meta, "repository", str, "[book]"),
         parts=tuple(parts), entries=tuple(entries),
     )
+
+
+STATUS_WORDS = {"planned": "planned (not written yet)", "draft": "draft", "done": "done"}
+README_START, README_END = "<!-- book.toml table: start -->", "<!-- book.toml table: end -->"
+
+
+def status_table(book: Book) -> str:
+    """The table of contents as a Markdown table with each entry's status, for the README."""
+    parts = dict(book.parts)
+    rows = ["| Part | | Title | Status | GPU |", "| --- | --- | --- | --- | --- |"]
+    for e in book.entries:
+        label = f"Chapter {e.id}" if e.kind == "chapter" else f"Lab {e.id[3:]}"
+        title = f"[{e.title}]({e.file})" if e.validated else e.title
+        rows.append(f"| {e.part} {parts[e.part]} | {label} | {title} | {STATUS_WORDS[e.status]} | "
+                    f"{'recommended' if e.gpu else 'not needed'} |")
+    return "\n".join(rows)
+
+
+def update_readme(book: Book) -> bool:
+    """Rewrite the README's table between its markers from book.toml; True if the file changed.
+
+    Raises:
+        ValueError: the README lacks the markers.
+    """
+    path = book.root / "README.md"
+    text = path.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{path.name}: expected the markers {README_START!r} and {README_END!r}")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    new = f"{head}{README_START}\n{status_table(book)}\n{README_END}{tail}"
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
