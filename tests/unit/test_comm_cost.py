@@ -34,7 +34,7 @@ def test_closed_forms_by_hand(p, lg, p2, folded):
     c = int(np.ceil(np.log2(p)))
     assert t("binomial", p, n) == pytest.approx(c * (A + n * B + n * G) + c * (A + n * B), rel=REL, abs=0)
     assert t("parameter_server", p, n) == pytest.approx(
-        0.0 if p == 1 else 2 * A + 2 * (p - 1) * n * B + (p - 1) * n * G, rel=REL, abs=0)
+        0.0 if p == 1 else 2 * A + n * min(B, G) + (p - 1) * n * max(B, G) + (p - 1) * n * B, rel=REL, abs=0)
 
 
 def test_rabenseifner_non_power_of_two_matches_references_md():

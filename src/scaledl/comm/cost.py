@@ -112,10 +112,10 @@ def allreduce_time(algorithm: str, p, nbytes, *, alpha: float, beta: float, gamm
         recursive halving, all-gather by recursive doubling).
       - ``binomial``: ceil(lg p) (alpha + n beta + n gamma) for the reduce to rank 0, then ceil(lg p)
         (alpha + n beta) for the broadcast (any p, no fold).
-      - ``parameter_server``: rank 0 is the server; the other p-1 ranks send to it at once, their messages
-        share the server's link (alpha + (p-1) n beta), it reduces ((p-1) n gamma), then it sends the sum
-        back over the same link (alpha + (p-1) n beta). Latency is paid once per phase because the messages
-        travel together; bandwidth p-1 times because one link carries them all.
+      - ``parameter_server``: rank 0 is the server; the other p-1 ranks send to it at once and their
+        messages queue on the server's link, so latency is paid once per phase and bandwidth p-1 times.
+        The server reduces each message as it lands, overlapping the next one's arrival, so the push costs
+        alpha + n min(beta, gamma) + (p-1) n max(beta, gamma); the pull alpha + (p-1) n beta.
       - ``double_binary_tree`` (NCCL): two binary trees, each carrying half the data, so that every rank
         sends and receives n bytes per phase; in the pipelined limit that NCCL runs it in,
         2 ceil(lg p) alpha + 2 n beta + n gamma for p > 2 (the latency of a message up and down trees of
@@ -142,7 +142,7 @@ def allreduce_time(algorithm: str, p, nbytes, *, alpha: float, beta: float, gamm
         c = ceil_lg(p).astype(np.float64)
         t = c * (a + n * b + n * g) + c * (a + n * b)
     elif algorithm == "parameter_server":
-        t = np.where(p > 1, 2 * a + 2 * (pf - 1) * n * b + (pf - 1) * n * g, 0.0)
+        t = np.where(p > 1, 2 * a + n * min(b, g) + (pf - 1) * n * max(b, g) + (pf - 1) * n * b, 0.0)
     else:  # double_binary_tree
         c = ceil_lg(p).astype(np.float64)
         t = np.where(p > 2, 2 * c * a + 2 * n * b + n * g, np.where(p == 2, 2 * a + n * b + n / 2 * g, 0.0))

@@ -23,7 +23,7 @@ import numpy as np
 
 from scaledl.comm.cost import ALLREDUCE_ALGORITHMS
 
-__all__ = ["Transfer", "Schedule", "build", "allreduce", "run", "bounds", "btree", "double_binary_tree"]
+__all__ = ["Transfer", "Schedule", "build", "relabel", "allreduce", "run", "bounds", "btree", "double_binary_tree"]
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,24 @@ def build(algorithm: str, p: int, length: int) -> Schedule:
     p, length = int(p), int(length)
     rounds = [r for r in _BUILDERS[algorithm](p, length) if r] if p > 1 else []
     return Schedule(algorithm, p, length, tuple(rounds))
+
+
+def relabel(schedule: Schedule, order) -> Schedule:
+    """The same schedule with algorithm rank i played by physical rank ``order[i]``: a ring in another
+    order, which is how NCCL fits a ring to a topology.
+
+    >>> relabel(build("ring", 3, 3), [0, 2, 1]).rounds[0][0]
+    Transfer(src=0, dst=2, start=0, stop=1, op='reduce')
+
+    Raises:
+        ValueError: ``order`` is not a permutation of 0 .. p-1.
+    """
+    order = [int(r) for r in order]
+    if sorted(order) != list(range(schedule.p)):
+        raise ValueError(f"order must be a permutation of 0 .. {schedule.p - 1}, got {order}")
+    rounds = tuple(tuple(Transfer(order[t.src], order[t.dst], t.start, t.stop, t.op) for t in rnd)
+                   for rnd in schedule.rounds)
+    return Schedule(schedule.algorithm, schedule.p, schedule.length, rounds)
 
 
 def run(schedule: Schedule, buffers: list[np.ndarray]) -> list[np.ndarray]:
