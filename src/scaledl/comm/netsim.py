@@ -3,14 +3,15 @@
 Model (the choices, and why):
   - Links are one direction of a full-duplex cable, with ``bandwidth_Bps`` and ``latency_s``
     (:mod:`scaledl.comm.topology`). A message follows the networkx shortest path by latency.
-  - Contention is FIFO, cut-through: a message holds every link of its route for bytes / (slowest bandwidth
-    on the route), starting when the last of those links is free, and arrives the route's latency later.
-    This is ASTRA-sim's congestion-aware analytical model (links as FIFO queues). FIFO rather than max-min
-    fair share because it costs O(hops) per message, so 256 ranks simulate in seconds, while fair share
-    re-solves every flow's rate at every event; and because with one message per link it gives exactly
-    alpha + n beta, so the closed forms of :mod:`scaledl.comm.cost` are reproduced to rounding. For what
-    the book measures (total time and which link saturates) the two agree: both keep a bottleneck link
-    busy, they only order the messages on it differently.
+  - Contention is FIFO per link with virtual cut-through: a piece's head reaches link h of its route,
+    waits until the link is free, and occupies it for bytes / bandwidth, but not past the moment its tail
+    arrives from link h-1; the head moves on after the link's latency, and switches buffer what waits.
+    This is ASTRA-sim's congestion-aware analytical model (each link a FIFO queue). FIFO rather than max-min
+    fair share because it costs one event per hop, so 256 ranks simulate in seconds, while fair share
+    re-solves every flow's rate at every event; and because an uncontended message then costs exactly
+    latency + n / bandwidth, so the closed forms of :mod:`scaledl.comm.cost` are reproduced to rounding.
+    For what the book measures (total time, which link saturates) the two agree: both keep a bottleneck
+    link busy and differ only in the order messages cross it.
   - Each rank executes its rounds in order, as blocking ``MPI_Sendrecv`` calls do: a message of round r
     starts once sender and receiver have finished their earlier rounds, and once the data it carries has
     arrived (and been reduced). A reduction costs ``gamma`` seconds per byte on the receiver, one at a time.
@@ -50,7 +51,7 @@ class Result:
     link_busy_s: dict  # (u, v) -> seconds the link was transmitting
     timeline: list = field(repr=False)  # (rank, start_s, end_s, "send" | "recv" | "reduce")
     messages: int  # point-to-point pieces delivered
-    events: int  # events processed (a piece is ready, a piece arrives)
+    events: int  # events processed (a piece's head reaches a link, a piece waits to be reduced)
 
     def utilization(self) -> dict:
         """Busy fraction of each link over the whole collective."""
