@@ -7,8 +7,9 @@ that move real data, an event-driven network simulator on topologies, and the sa
 - :mod:`scaledl.comm.topology`: switch, ring, the SVAIL PCIe node, an NVSwitch node, NVLink + InfiniBand
   clusters, any networkx graph with per-link overrides.
 - :mod:`scaledl.comm.netsim`: ``simulate(schedule, topology)``: time, link load and a per-rank timeline.
-- :mod:`scaledl.comm.mpi`: the schedules over mpi4py ``Sendrecv``, ping-pong alpha and beta, and a
-  benchmark against MPICH's ``MPI_Allreduce`` (imports mpi4py only when called).
+- :mod:`scaledl.comm.mpi`: the schedules over mpi4py ``Sendrecv``, ping-pong alpha and beta, ``launch``
+  (mpiexec with a timeout); :mod:`scaledl.comm.mpi_bench`: ours against MPICH's ``MPI_Allreduce``
+  (``python -m scaledl.comm.mpi_bench``). Both import mpi4py only when called.
 
 >>> import numpy as np
 >>> from scaledl import comm
