@@ -97,3 +97,31 @@ def test_mpich_env():
     assert M.mpich_env("ring")["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] == "ring"
     with pytest.raises(ValueError, match=r"unknown MPICH allreduce algorithm 'fastest'"):
         M.mpich_env("fastest")
+
+
+DATA_PARALLEL = textwrap.dedent("""
+    import numpy as np
+    from mpi4py import MPI
+    from scaledl.comm.dataparallel import mpi_train, ring_reducer
+    from scaledl.nn import SGD, digits, mlp, train
+
+    comm = MPI.COMM_WORLD
+    data = digits()
+    over_mpi = mlp([64, 32, 10], seed=0)
+    losses = mpi_train(comm, over_mpi, data, steps=12, batch_size=31, optimizer=SGD(lr=0.05, momentum=0.9))
+    simulated = mlp([64, 32, 10], seed=0)
+    train(simulated, data, steps=12, batch_size=31, workers=comm.size, reducer=ring_reducer,
+          optimizer=SGD(lr=0.05, momentum=0.9))
+    a, b = over_mpi.parameters(), simulated.parameters()
+    assert all(np.array_equal(a[k], b[k]) for k in a), "MPI and simulated data parallelism differ"
+    assert losses[-1] < losses[0]
+    print(f"BITWISE rank {comm.rank} of {comm.size}", flush=True)
+""")
+
+
+@needs_mpiexec
+def test_data_parallel_training_over_mpi_is_bitwise_the_simulated_one(tmp_path):
+    script = tmp_path / "dp.py"
+    script.write_text(DATA_PARALLEL)
+    out = M.launch(3, [str(script)], timeout_s=90)
+    assert all(f"BITWISE rank {r} of 3" in out for r in range(3)), out

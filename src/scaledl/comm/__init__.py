@@ -10,6 +10,8 @@ that move real data, an event-driven network simulator on topologies, and the sa
 - :mod:`scaledl.comm.mpi`: the schedules over mpi4py ``Sendrecv``, ping-pong alpha and beta, ``launch``
   (mpiexec with a timeout); :mod:`scaledl.comm.mpi_bench`: ours against MPICH's ``MPI_Allreduce``
   (``python -m scaledl.comm.mpi_bench``). Both import mpi4py only when called.
+- :mod:`scaledl.comm.dataparallel`: data-parallel SGD whose gradients a ring sums, as a reducer for
+  :func:`scaledl.nn.train` and over MPI (``mpi_train``), bitwise the same.
 
 >>> import numpy as np
 >>> from scaledl import comm
