@@ -125,3 +125,13 @@ def test_errors_name_argument_value_and_expectation():
         C.bus_bandwidth("scan", 4, 10, 1.0)
     with pytest.raises(ValueError, match=r"seconds must be > 0"):
         C.bus_bandwidth("allreduce", 4, 10, 0.0)
+
+
+def test_best_algorithm_switches_from_latency_to_bandwidth_optimal_with_size():
+    n = np.array([8, 1 << 12, 1 << 26])
+    assert C.best_algorithm(64, n, alpha=A, beta=B).tolist() == ["recursive_doubling", "recursive_doubling",
+                                                                "rabenseifner"]
+    assert C.best_algorithm(48, 1 << 26, alpha=A, beta=B) == "ring"  # the fold's extra 2 n beta loses
+    assert C.best_algorithm(np.arange(1, 9)[:, None], n, alpha=A, beta=B).shape == (8, 3)
+    with pytest.raises(ValueError, match=r"unknown allreduce algorithm 'fastest'"):
+        C.best_algorithm(4, 8, alpha=A, beta=B, algorithms=("ring", "fastest"))

@@ -32,7 +32,7 @@ import numpy as np
 
 __all__ = ["ALLREDUCE_ALGORITHMS", "REDUCE_SCATTER_ALGORITHMS", "ALLGATHER_ALGORITHMS", "BROADCAST_ALGORITHMS",
            "BUS_FACTOR_OPS", "allreduce_time", "reduce_scatter_time", "allgather_time", "broadcast_time",
-           "bus_bandwidth", "floor_lg", "ceil_lg"]
+           "bus_bandwidth", "best_algorithm", "floor_lg", "ceil_lg"]
 
 ALLREDUCE_ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner", "binomial", "parameter_server",
                         "double_binary_tree")
@@ -223,6 +223,26 @@ def bus_bandwidth(op: str, p, nbytes, seconds):
     factor = {"allreduce": 2 * (pf - 1) / pf, "broadcast": np.ones_like(pf), "reduce": np.ones_like(pf)}.get(
         op, (pf - 1) / pf)
     return _out(np.asarray(n / s * factor, dtype=np.float64))
+
+
+def best_algorithm(p, nbytes, *, alpha: float, beta: float, gamma: float = 0.0,
+                   algorithms=("ring", "recursive_doubling", "rabenseifner")):
+    """The cheapest of ``algorithms`` for each (p, nbytes) under the model, as MPICH's tuning picks one
+    by size: latency-bound small messages go to a logarithmic algorithm, large ones to a bandwidth-optimal
+    one. Ties go to the algorithm listed first.
+
+    >>> best_algorithm(16, [8, 1 << 24], alpha=2e-6, beta=1e-10).tolist()
+    ['recursive_doubling', 'rabenseifner']
+    >>> best_algorithm(12, 1 << 24, alpha=2e-6, beta=1e-10)  # not a power of two: the fold costs 2 n beta
+    'ring'
+    """
+    algorithms = tuple(algorithms)
+    if not algorithms:
+        raise ValueError("algorithms must name at least one all-reduce algorithm, got none")
+    times = np.stack([np.asarray(allreduce_time(a, p, nbytes, alpha=alpha, beta=beta, gamma=gamma))
+                      for a in algorithms])
+    names = np.asarray(algorithms)[np.argmin(times, axis=0)]
+    return str(names) if names.ndim == 0 else names
 
 
 def _power_of_two(p: np.ndarray, algorithm: str) -> None:
