@@ -54,6 +54,8 @@ def test_pingpong_fit_and_benchmark_rows():
                                                   (65536, 2, "ring"), (65536, 2, "recursive_doubling")]
     assert all(r[4] > 0 and r[5] > 0 for r in rows)
     assert "ours/MPICH" in B.format_table(rows)
+    predicted = B.predict(rows, fit["alpha_s"], fit["beta_s_per_B"], fit["gamma_s_per_B"])
+    assert [r[:4] for r in predicted] == [r[:3] + (r[4],) for r in rows]
 
 
 @needs_mpiexec

@@ -8,6 +8,7 @@ Functions:
     measure(comm, sizes_B, algorithms, repeats): rows, run inside MPI.
     run(ranks, sizes_B, algorithms, mpich, repeats, timeout_s): launches mpiexec per rank count, parses rows.
     fit(p, timeout_s): ping-pong alpha and beta of this machine, and the reduction gamma.
+    predict(rows, alpha_s, beta_s_per_B, gamma_s_per_B): the alpha-beta-gamma prediction beside each row.
     format_table(rows): the rows as aligned text.
 
 >>> print(format_table([(1 << 20, 2, "ring", "auto", 2e-3, 1e-3)]))
@@ -21,9 +22,10 @@ import argparse
 import os
 import sys
 
+from scaledl.comm.cost import allreduce_time
 from scaledl.comm.mpi import fit_alpha_beta, launch, mpich_env, pingpong, reduce_gamma, time_allreduce
 
-__all__ = ["DEFAULT_SIZES_B", "measure", "run", "fit", "format_table", "main"]
+__all__ = ["DEFAULT_SIZES_B", "measure", "run", "fit", "predict", "format_table", "main"]
 
 DEFAULT_SIZES_B = (1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24)  # 1 KiB .. 16 MiB
 
@@ -76,6 +78,18 @@ def fit(p: int = 2, timeout_s: float = 120.0) -> dict:
     out = launch(p, ["-m", "scaledl.comm.mpi_bench", "--pingpong"], timeout_s=timeout_s)
     values = dict(line.split("\t")[1:] for line in out.splitlines() if line.startswith("FIT\t"))
     return {k: float(v) for k, v in values.items()}
+
+
+def predict(rows, alpha_s: float, beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> list[tuple]:
+    """(nbytes, p, algorithm, measured_s, predicted_s) for each benchmark row: the closed form of
+    :mod:`scaledl.comm.cost` with this machine's fitted constants, which the simulator reproduces on a
+    uniform switch. float32 data: gamma is per byte, as :func:`scaledl.comm.mpi.reduce_gamma` measures it.
+
+    >>> round(predict([(1 << 20, 2, "ring", "auto", 2e-4, 1e-4)], 1e-6, 1e-10)[0][4] * 1e6, 6)  # 2 alpha + n beta
+    106.8576
+    """
+    return [(n, p, alg, ours, allreduce_time(alg, p, n, alpha=alpha_s, beta=beta_s_per_B, gamma=gamma_s_per_B))
+            for n, p, alg, _, ours, _ in rows]
 
 
 def main(argv=None) -> None:
