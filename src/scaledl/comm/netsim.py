@@ -88,6 +88,23 @@ class _Owners:
         self.owner[i:j] = [pid]
 
 
+class _Cells:
+    """The same map as :class:`_Owners` kept as one entry per element: faster when the elements that all
+    the pieces touch together are few (a ring's blocks), hopeless when every piece is the whole buffer."""
+
+    def __init__(self, length: int):
+        self.owner = [-1] * length
+
+    def get(self, a: int, b: int) -> list:
+        if b - a == 1:
+            o = self.owner[a]
+            return [o] if o >= 0 else []
+        return [o for o in set(self.owner[a:b]) if o >= 0]
+
+    def set(self, a: int, b: int, pid: int) -> None:
+        self.owner[a:b] = [pid] * (b - a)
+
+
 def _check(schedule, topology, nbytes, chunks, gamma):
     if not isinstance(schedule, Schedule):
         raise TypeError(f"schedule must be a scaledl.comm.schedule.Schedule, got {type(schedule).__name__}")
@@ -127,28 +144,36 @@ def _pieces(schedule: Schedule, k: int, nbytes: float):
     repeats too, so each is released once per listing."""
     elem_B = nbytes / schedule.length / k if schedule.length else 0.0
     src, dst, size_B, reduce_, dependents, waiting = [], [], [], [], [], []
-    owners = [_Owners(schedule.length * k) for _ in range(schedule.p)]
+    touched = k * sum(t.stop - t.start for rnd in schedule.rounds for t in rnd)
+    Map = _Cells if touched <= 8 * schedule.transfers * k + 4 * schedule.length * k else _Owners
+    owners = [Map(schedule.length * k) for _ in range(schedule.p)]
     last_round: list = [()] * (schedule.p * k)  # rank * k + piece index -> that rank's latest such pieces
     for rnd in schedule.rounds:
         new_writes, this_round = [], {}
         for t in rnd:
-            width, is_reduce = t.stop - t.start, t.op == "reduce"
+            s, r, width, is_reduce = t.src, t.dst, t.stop - t.start, t.op == "reduce"
+            get_s, get_r, piece_B = owners[s].get, owners[r].get, width * elem_B
             for j in range(k):
                 a = t.start * k + j * width
                 pid = len(src)
-                d = owners[t.src].get(a, a + width)
+                d = get_s(a, a + width)
                 if is_reduce:
-                    d += owners[t.dst].get(a, a + width)
-                for slot in (t.src * k + j, t.dst * k + j):
-                    d += last_round[slot]
-                    this_round.setdefault(slot, []).append(pid)
+                    d += get_r(a, a + width)
+                d += last_round[s * k + j]
+                d += last_round[r * k + j]
+                this_round.setdefault(s * k + j, []).append(pid)
+                this_round.setdefault(r * k + j, []).append(pid)
                 for q in d:
                     dependents[q].append(pid)
-                src.append(t.src), dst.append(t.dst), size_B.append(width * elem_B), reduce_.append(is_reduce)
-                dependents.append([]), waiting.append(len(d))
-                new_writes.append((t.dst, a, a + width, pid))
-        for rank, a, b, pid in new_writes:
-            owners[rank].set(a, b, pid)
+                src.append(s)
+                dst.append(r)
+                size_B.append(piece_B)
+                reduce_.append(is_reduce)
+                dependents.append([])
+                waiting.append(len(d))
+                new_writes.append((r, a, a + width, pid))
+        for r, a, b, pid in new_writes:
+            owners[r].set(a, b, pid)
         for slot, pids in this_round.items():
             last_round[slot] = pids
     return src, dst, size_B, reduce_, dependents, waiting
