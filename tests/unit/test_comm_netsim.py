@@ -128,3 +128,15 @@ def test_errors():
         N.simulate([], net, nbytes=1.0)
     with pytest.raises(TypeError, match=r"topology must be a graph from scaledl.comm.topology"):
         N.simulate(S.build("ring", 3, 3), "switch", nbytes=1.0)
+
+
+@pytest.mark.parametrize("p", [1, 6, 7, 16])
+def test_simulate_allreduce_builds_equal_blocks_for_every_algorithm(p):
+    net = T.switch(p, bandwidth_Bps=1 / BETA, latency_s=ALPHA)
+    for alg in EXACT:
+        got = N.simulate_allreduce(alg, net, 5e6, gamma=1e-10, timeline=False).time_s
+        assert got == pytest.approx(C.allreduce_time(alg, p, 5e6, alpha=ALPHA, beta=BETA, gamma=1e-10), rel=REL)
+    with pytest.raises(ValueError, match=r"order must be a permutation of 0 .. "):
+        N.simulate_allreduce("ring", net, 1.0, order=[0] * p if p > 1 else [1])
+    with pytest.raises(TypeError, match=r"topology must be a graph"):
+        N.simulate_allreduce("ring", None, 1.0)
