@@ -121,7 +121,7 @@ def allreduce_time(algorithm: str, p, nbytes, *, alpha: float, beta: float, gamm
         2 ceil(lg p) alpha + 2 n beta + n gamma for p > 2 (the latency of a message up and down trees of
         depth ceil(lg p), the bandwidth of reduce and broadcast). For p = 2 each tree is one edge and the
         cost is that of recursive doubling on halves: 2 alpha + n beta + n/2 gamma. It is a bound: the
-        simulator (:mod:`scaledl.comm.netsim`) reaches it on 4 ranks and comes within 25 % of it on 8 to 64
+        simulator (:mod:`scaledl.comm.netsim`) reaches it on 4 ranks and comes within 30 % of it on 8 to 64
         once messages are cut into 64 or more pieces; unpipelined, the trees take several times longer.
 
     Raises:
