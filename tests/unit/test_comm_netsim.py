@@ -140,3 +140,10 @@ def test_simulate_allreduce_builds_equal_blocks_for_every_algorithm(p):
         N.simulate_allreduce("ring", net, 1.0, order=[0] * p if p > 1 else [1])
     with pytest.raises(TypeError, match=r"topology must be a graph"):
         N.simulate_allreduce("ring", None, 1.0)
+
+
+def test_a_rank_sending_to_itself_costs_only_its_reduction():
+    sched = S.Schedule("custom", 2, 4, ((S.Transfer(0, 0, 0, 4, "reduce"), S.Transfer(1, 0, 0, 4, "copy")),))
+    net = T.switch(2, bandwidth_Bps=1 / BETA, latency_s=ALPHA)
+    r = N.simulate(sched, net, nbytes=1e6, gamma=1e-9)
+    assert r.time_s == pytest.approx(max(1e6 * 1e-9, ALPHA + 1e6 * BETA), rel=REL)

@@ -232,12 +232,14 @@ def simulate(schedule: Schedule, topology: nx.DiGraph, *, nbytes: float, chunks:
             if reduce_[pid] and gamma > 0:
                 heappush(heap, (done, next(seq), pid, hop + 1))
                 continue
-        else:  # arrived; reduce when the receiver's arithmetic is free
-            r = dst[pid]
-            begin = max(now, compute_free[r])
-            done = compute_free[r] = begin + size_B[pid] * gamma
-            if timeline:
-                marks.append((r, begin, done, "reduce"))
+        else:  # arrived (or never left: a rank sending to itself); reduce when its arithmetic is free
+            done = now
+            if reduce_[pid] and gamma > 0:
+                r = dst[pid]
+                begin = max(now, compute_free[r])
+                done = compute_free[r] = begin + size_B[pid] * gamma
+                if timeline:
+                    marks.append((r, begin, done, "reduce"))
         if done > end_s:
             end_s = done
         for q in dependents[pid]:
