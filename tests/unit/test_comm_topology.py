@@ -81,3 +81,23 @@ def test_errors():
         T.from_graph(nx.Graph([(0, 1), (2, 3)]), bandwidth_Bps=1e9, latency_s=0)
     with pytest.raises(ValueError, match=r"integer rank nodes 0 .. p-1"):
         T.from_graph(nx.Graph([(1, 2)]), bandwidth_Bps=1e9, latency_s=0)
+
+
+def test_ring_order_finds_the_one_crossing_ring_when_ranks_are_interleaved():
+    # the SVAIL node with its GPUs numbered alternately across the two peer-to-peer domains
+    node = T.svail_pcie_node()
+    relabel = {gpu: (2 * gpu if gpu < 4 else 2 * (gpu - 4) + 1) for gpu in range(8)}
+    shuffled = T.from_graph(nx.relabel_nodes(node, relabel))
+    natural = T.ring_seconds_per_byte(shuffled, range(8))
+    order = T.ring_order(shuffled)
+    assert natural == pytest.approx(4 / T.PCIE3_X16_Bps)  # every edge crosses: 4 per direction per uplink
+    assert T.ring_seconds_per_byte(shuffled, order) == pytest.approx(1 / T.PCIE3_X16_Bps)
+    assert sorted(order) == list(range(8)) and order[0] == 0
+
+
+def test_ring_order_greedy_beyond_the_exhaustive_size_keeps_nodes_together():
+    cluster = T.multi_node(3, 4)  # 12 ranks: nearest neighbour by latency
+    order = T.ring_order(cluster)
+    assert [r // 4 for r in order] == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]
+    assert T.ring_seconds_per_byte(cluster, order) == pytest.approx(1 / T.IB_NDR_Bps)
+    assert T.ring_order(T.switch(2, bandwidth_Bps=1e9, latency_s=0)) == [0, 1]

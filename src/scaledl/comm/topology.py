@@ -22,7 +22,8 @@ import networkx as nx
 
 __all__ = ["PCIE3_X16_Bps", "QPI_9_6GTs_Bps", "NVLINK4_H100_Bps", "IB_NDR_Bps", "PCIE_HOP_LATENCY_s",
            "NVLINK_HOP_LATENCY_s", "IB_HOP_LATENCY_s", "TOPOLOGIES", "switch", "ring", "svail_pcie_node",
-           "nvswitch_node", "multi_node", "from_graph", "with_links", "make"]
+           "nvswitch_node", "multi_node", "from_graph", "with_links", "make", "ring_seconds_per_byte",
+           "ring_order"]
 
 # PCIe 3.0 x16 per direction: 8 GT/s x 16 lanes x 128/130 encoding / 8 bits = 15.75 GB/s (PCI-SIG, "PCI
 # Express Base Specification Revision 3.0", 2010). Measured GPU peer-to-peer copies reach about 12-13 GB/s.
@@ -213,3 +214,57 @@ def make(name: str, **kwargs) -> nx.DiGraph:
     if name not in TOPOLOGIES:
         raise ValueError(f"unknown topology {name!r}; expected one of {', '.join(TOPOLOGIES)}")
     return globals()[name](**kwargs)
+
+
+def ring_seconds_per_byte(topology: nx.DiGraph, order) -> float:
+    """The slowest-link bound of a ring through ``order``: each ring edge order[i] -> order[i+1] is routed
+    by latency, and a link that k edges share can give each 1/k of its bandwidth, so a ring all-reduce of
+    n bytes takes at least 2 (p-1)/p n times this.
+
+    >>> node = svail_pcie_node()
+    >>> round(1 / ring_seconds_per_byte(node, range(8)) / 1e9, 2)  # GB/s: PCIe x16, nothing shared
+    15.75
+    >>> round(1 / ring_seconds_per_byte(node, [0, 4, 1, 5, 2, 6, 3, 7]) / 1e9, 2)  # 4 edges share an uplink
+    3.94
+    """
+    return _ring_cost(topology, list(order), {})
+
+
+def _ring_cost(topology, order, paths: dict) -> float:
+    load: dict = {}
+    for a, b in zip(order, order[1:] + order[:1]):
+        if a == b:
+            continue
+        if (a, b) not in paths:
+            path = nx.shortest_path(topology, a, b, weight="latency_s")
+            paths[a, b] = list(zip(path, path[1:]))
+        for e in paths[a, b]:
+            load[e] = load.get(e, 0) + 1
+    return max((k / topology.edges[e]["bandwidth_Bps"] for e, k in load.items()), default=0.0)
+
+
+def ring_order(topology: nx.DiGraph, *, exhaustive_up_to: int = 8) -> list[int]:
+    """A ring order over the topology's ranks with the smallest :func:`ring_seconds_per_byte`, what NCCL's
+    topology detection does when it searches for rings. Every order (rank 0 first) is tried up to
+    ``exhaustive_up_to`` ranks; beyond that, nearest neighbour by route latency from rank 0.
+
+    >>> ring_order(svail_pcie_node())  # one crossing between the peer-to-peer domains each way
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+    import itertools
+
+    p = topology.graph["ranks"]
+    if p <= 2:
+        return list(range(p))
+    if p <= exhaustive_up_to:
+        paths: dict = {}
+        best = min(((0, *rest) for rest in itertools.permutations(range(1, p))),
+                   key=lambda order: _ring_cost(topology, list(order), paths))
+        return list(best)
+    dist = dict(nx.all_pairs_dijkstra_path_length(topology, weight="latency_s"))
+    order, left = [0], set(range(1, p))
+    while left:
+        nxt = min(left, key=lambda r: (dist[order[-1]][r], r))
+        order.append(nxt)
+        left.remove(nxt)
+    return order
