@@ -35,7 +35,7 @@ import numpy as np
 
 from scaledl.comm.schedule import build
 
-__all__ = ["ring_allreduce", "schedule_allreduce", "pingpong", "fit_alpha_beta", "time_allreduce",
+__all__ = ["ring_allreduce", "schedule_allreduce", "rank_plan", "pingpong", "fit_alpha_beta", "time_allreduce",
            "reduce_gamma", "mpiexec_path", "mpich_env", "launch", "MPICH_ALLREDUCE_ALGORITHMS"]
 
 # Values MPICH 4-5 accepts for MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM that this book discusses.
@@ -69,7 +69,8 @@ def ring_allreduce(comm, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _my_rounds(schedule, rank: int):
+def rank_plan(schedule, rank: int) -> list[tuple[list, list]]:
+    """(sends, receives) of ``rank`` in each round of ``schedule``: what one MPI process executes."""
     mine = []
     for rnd in schedule.rounds:
         sends = [t for t in rnd if t.src == rank]
@@ -82,7 +83,7 @@ def schedule_allreduce(comm, x: np.ndarray, algorithm: str = "ring", *, plan=Non
     """Sum of ``x`` over the ranks of ``comm`` by playing ``algorithm``'s schedule with point-to-point calls.
 
     Receives land in scratch buffers and are applied after the round, so every send reads the state before
-    the round, as in :func:`scaledl.comm.schedule.run`. Pass ``plan=_my_rounds(schedule, rank)`` (what
+    the round, as in :func:`scaledl.comm.schedule.run`. Pass ``plan=rank_plan(schedule, rank)`` (what
     :func:`time_allreduce` does) to skip rebuilding the schedule on every call.
     """
     from mpi4py import MPI
@@ -90,7 +91,7 @@ def schedule_allreduce(comm, x: np.ndarray, algorithm: str = "ring", *, plan=Non
     out = np.array(x, copy=True).ravel()
     rank = comm.Get_rank()
     if plan is None:
-        plan = _my_rounds(build(algorithm, comm.Get_size(), out.size), rank)
+        plan = rank_plan(build(algorithm, comm.Get_size(), out.size), rank)
     for tag, (sends, recvs) in enumerate(plan):
         bufs = [np.empty(t.stop - t.start, dtype=out.dtype) for t in recvs]
         if len(sends) == 1 and len(recvs) == 1:
@@ -185,7 +186,7 @@ def time_allreduce(comm, nbytes: int, algorithm: str = "ring", *, repeats: int =
     if algorithm == "ring":
         ours = lambda: ring_allreduce(comm, x)  # noqa: E731
     else:
-        plan = _my_rounds(build(algorithm, comm.Get_size(), x.size), comm.Get_rank())
+        plan = rank_plan(build(algorithm, comm.Get_size(), x.size), comm.Get_rank())
         ours = lambda: schedule_allreduce(comm, x, plan=plan)  # noqa: E731
     ref = np.empty_like(x)
     theirs = lambda: comm.Allreduce(x, ref, op=MPI.SUM)  # noqa: E731
