@@ -105,7 +105,9 @@ def svail_pcie_node(*, pcie_Bps: float = PCIE3_X16_Bps, qpi_Bps: float = QPI_9_6
     PCIe 3.0 x16 switch whose one x16 uplink goes to its CPU; the two CPUs joined by QPI.
 
     Inside a domain "all pairs of GPUs communicate simultaneously" at full x16 rate; traffic between
-    domains shares each switch's uplink and crosses the CPUs, which is what the slides say to avoid.
+    domains shares each switch's uplink and crosses the CPUs, which is what the slides say to avoid. The
+    slides give the domains and that advice; one PCIe switch per domain with a single x16 uplink is this
+    model's assumption (the common layout of such 8-GPU servers), as are the link latencies.
     """
     pcie, qpi, lat = _positive("pcie_Bps", pcie_Bps), _positive("qpi_Bps", qpi_Bps), _latency(latency_s)
     g = _graph("SVAIL 8-GPU PCIe node", 8)
