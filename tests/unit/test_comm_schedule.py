@@ -89,6 +89,8 @@ def test_errors():
         S.allreduce([])
     with pytest.raises(ValueError, match=r"one length, got shapes \[\(3,\), \(4,\)\]"):
         S.allreduce([np.zeros(3), np.zeros(4)])
+    with pytest.raises(TypeError, match=r"one dtype .*got \['float64', 'int64'\]"):
+        S.allreduce([np.zeros(3), np.zeros(3, dtype=np.int64)])
     with pytest.raises(ValueError, match=r"1-D arrays"):
         S.allreduce([np.zeros((2, 2))])
     with pytest.raises(ValueError, match=r"unknown allreduce algorithm 'butterfly'"):

@@ -280,6 +280,7 @@ def allreduce(buffers, algorithm: str = "ring") -> list[np.ndarray]:
 
     Raises:
         ValueError: an empty list, buffers that are not 1-D or of different lengths, an unknown algorithm.
+        TypeError: buffers of different dtypes.
     """
     buffers = [np.asarray(b) for b in buffers]
     if not buffers:
@@ -287,4 +288,7 @@ def allreduce(buffers, algorithm: str = "ring") -> list[np.ndarray]:
     shapes = [b.shape for b in buffers]
     if any(len(s) != 1 for s in shapes) or len(set(shapes)) != 1:
         raise ValueError(f"buffers must be 1-D arrays of one length, got shapes {shapes}")
+    dtypes = sorted({str(b.dtype) for b in buffers})
+    if len(dtypes) > 1:
+        raise TypeError(f"buffers must share one dtype (a reduction adds them in place), got {dtypes}")
     return run(build(algorithm, len(buffers), shapes[0][0]), buffers)
