@@ -1,0 +1,265 @@
+"""The book's all-reduce algorithms over a real MPI (mpi4py with the MPICH wheel), and how to measure them.
+
+Functions taking ``comm`` run inside an MPI program started by ``mpiexec -n P python ...``; :func:`launch`
+starts one from Python with a timeout, so a deadlock is reported instead of hanging. mpi4py is imported
+only inside the functions that need it: importing this module does not initialise MPI.
+
+- :func:`ring_allreduce`: the ring written out with ``Sendrecv``, as a student writes it.
+- :func:`schedule_allreduce`: any schedule of :mod:`scaledl.comm.schedule` played with ``Sendrecv`` (one
+  partner in the round) or ``Isend``/``Irecv`` (several), so the same algorithm runs on NumPy, on the
+  simulator and over MPI.
+- :func:`pingpong` and :func:`fit_alpha_beta`: this machine's alpha and beta.
+- :func:`time_allreduce`: ours against ``MPI_Allreduce``; :mod:`scaledl.comm.mpi_bench` prints the table.
+
+MPICH picks its own all-reduce algorithm from a tuning table; ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM``
+(``recursive_doubling``, ``reduce_scatter_allgather``, ``ring``, ...) forces one, together with
+``MPIR_CVAR_DEVICE_COLLECTIVES=none`` so the device layer does not substitute its own (see
+:func:`mpich_env`).
+
+>>> alpha_s, beta_s_per_B = fit_alpha_beta([0, 1000, 2000], [1e-6, 2e-6, 3e-6])
+>>> round(alpha_s * 1e6, 9), round(1 / beta_s_per_B / 1e9, 9)  # 1 us latency, 1 GB/s
+(1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scaledl.comm.schedule import build
+
+__all__ = ["ring_allreduce", "schedule_allreduce", "rank_plan", "pingpong", "fit_alpha_beta", "time_allreduce",
+           "reduce_gamma", "mpiexec_path", "mpich_env", "launch", "MPICH_ALLREDUCE_ALGORITHMS"]
+
+# Values MPICH 4-5 accepts for MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM that this book discusses.
+MPICH_ALLREDUCE_ALGORITHMS = ("auto", "recursive_doubling", "reduce_scatter_allgather", "ring", "tree")
+
+
+def ring_allreduce(comm, x: np.ndarray) -> np.ndarray:
+    """Sum of ``x`` over the ranks of ``comm``, by a ring: p-1 steps of reduce-scatter, p-1 of all-gather.
+
+    Step s: send block (rank - s) to the right neighbour, receive block (rank - s - 1) from the left one
+    and add it in; then pass the finished blocks on the same way. Blocks differ in size by at most one
+    element, so any length works, even one shorter than p.
+    """
+    p, rank = comm.Get_size(), comm.Get_rank()
+    out = np.array(x, copy=True).ravel()
+    if p == 1:
+        return out
+    b = [(i * out.size) // p for i in range(p + 1)]
+    scratch = np.empty(b[1] - b[0] + 1, dtype=out.dtype)
+    right, left = (rank + 1) % p, (rank - 1) % p
+    for step in range(2 * (p - 1)):
+        send = (rank - step) % p  # in the all-gather, the block finished one step earlier: same formula
+        recv = (send - 1) % p
+        n_recv = b[recv + 1] - b[recv]
+        comm.Sendrecv(out[b[send]:b[send + 1]], dest=right, sendtag=step,
+                      recvbuf=scratch[:n_recv], source=left, recvtag=step)
+        if step < p - 1:
+            out[b[recv]:b[recv + 1]] += scratch[:n_recv]
+        else:
+            out[b[recv]:b[recv + 1]] = scratch[:n_recv]
+    return out
+
+
+def rank_plan(schedule, rank: int) -> list[tuple[list, list]]:
+    """(sends, receives) of ``rank`` in each round of ``schedule``: what one MPI process executes."""
+    mine = []
+    for rnd in schedule.rounds:
+        sends = [t for t in rnd if t.src == rank]
+        recvs = [t for t in rnd if t.dst == rank]
+        mine.append((sends, recvs))
+    return mine
+
+
+def schedule_allreduce(comm, x: np.ndarray, algorithm: str = "ring", *, plan=None) -> np.ndarray:
+    """Sum of ``x`` over the ranks of ``comm`` by playing ``algorithm``'s schedule with point-to-point calls.
+
+    Receives land in scratch buffers and are applied after the round, so every send reads the state before
+    the round, as in :func:`scaledl.comm.schedule.run`. Pass ``plan=rank_plan(schedule, rank)`` (what
+    :func:`time_allreduce` does) to skip rebuilding the schedule on every call.
+    """
+    from mpi4py import MPI
+
+    out = np.array(x, copy=True).ravel()
+    rank = comm.Get_rank()
+    if plan is None:
+        plan = rank_plan(build(algorithm, comm.Get_size(), out.size), rank)
+    # one scratch buffer for the whole call, cut per round: fresh pages every round cost page faults that
+    # made a 2-rank Rabenseifner twice as slow as the ring at 16 MiB
+    scratch = np.empty(max((sum(t.stop - t.start for t in r) for _, r in plan), default=0), dtype=out.dtype)
+    for tag, (sends, recvs) in enumerate(plan):
+        bufs, at = [], 0
+        for t in recvs:
+            bufs.append(scratch[at:at + t.stop - t.start])
+            at += t.stop - t.start
+        if len(sends) == 1 and len(recvs) == 1:
+            s, r = sends[0], recvs[0]
+            comm.Sendrecv(out[s.start:s.stop], dest=s.dst, sendtag=tag, recvbuf=bufs[0], source=r.src,
+                          recvtag=tag)
+        else:
+            reqs = [comm.Irecv(buf, source=t.src, tag=tag) for t, buf in zip(recvs, bufs)]
+            reqs += [comm.Isend(out[t.start:t.stop], dest=t.dst, tag=tag) for t in sends]
+            MPI.Request.Waitall(reqs)
+        for t, buf in zip(recvs, bufs):
+            if t.op == "reduce":
+                out[t.start:t.stop] += buf
+            else:
+                out[t.start:t.stop] = buf
+    return out
+
+
+def pingpong(comm, sizes_B, *, repeats: int = 20) -> np.ndarray:
+    """One-way message time in seconds between ranks 0 and 1 for each size: half the median of ``repeats``
+    round trips after one warm-up (the median, because on a shared machine a few trips wait for a core).
+    Every rank returns the same array; ranks other than 0 and 1 wait at a barrier."""
+    rank = comm.Get_rank()
+    out = np.zeros(len(sizes_B))
+    for i, nbytes in enumerate([1] * 3 + list(sizes_B)):  # three sizes of warm-up: connections, page faults
+        i -= 3
+        buf = np.zeros(int(nbytes), dtype=np.uint8)
+        comm.Barrier()
+        if rank < 2 and comm.Get_size() > 1:
+            trips = []
+            for rep in range(repeats + 1):
+                t0 = time.perf_counter()
+                if rank == 0:
+                    comm.Send(buf, dest=1, tag=rep)
+                    comm.Recv(buf, source=1, tag=rep)
+                else:
+                    comm.Recv(buf, source=0, tag=rep)
+                    comm.Send(buf, dest=0, tag=rep)
+                trips.append(time.perf_counter() - t0)
+            if i >= 0:
+                out[i] = float(np.median(trips[1:])) / 2
+        if i >= 0:
+            comm.Bcast(out[i:i + 1], root=0)
+    return out
+
+
+def fit_alpha_beta(sizes_B, seconds) -> tuple[float, float]:
+    """Fit seconds = alpha + beta x bytes; returns (alpha_s, beta_s_per_B).
+
+    The fit minimises relative, not absolute, errors (weights 1 / seconds), so that a 1 us message counts as
+    much as a 3 ms one: an ordinary least-squares line through sizes from 0 to megabytes is set by the large
+    messages alone and its intercept, alpha, can come out at any sign. Solved in float64 from the 2x2
+    normal equations.
+
+    Raises:
+        ValueError: fewer than two distinct sizes, times that are not positive, or lengths that differ.
+    """
+    x, y = np.asarray(sizes_B, dtype=np.float64), np.asarray(seconds, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"sizes_B and seconds must be 1-D and of one length, got {x.shape} and {y.shape}")
+    if np.unique(x).size < 2:
+        raise ValueError(f"sizes_B must hold at least two distinct sizes to fit a line, got {x.tolist()}")
+    if not np.all(y > 0):
+        raise ValueError(f"seconds must all be > 0 (measured times), got {y.tolist()}")
+    w = 1.0 / y**2
+    s0, s1, s2 = np.sum(w), np.sum(w * x), np.sum(w * x * x)
+    t0, t1 = np.sum(w * y), np.sum(w * x * y)
+    det = s0 * s2 - s1 * s1
+    return float((s2 * t0 - s1 * t1) / det), float((s0 * t1 - s1 * t0) / det)
+
+
+def reduce_gamma(nbytes: int = 1 << 24, dtype=np.float32, repeats: int = 5) -> float:
+    """This core's gamma: seconds per byte of ``np.add(a, b, out=a)`` on ``nbytes``, the best of ``repeats``."""
+    a = np.ones(int(nbytes) // np.dtype(dtype).itemsize, dtype=dtype)
+    b = np.ones_like(a)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.add(a, b, out=a)
+        best = min(best, time.perf_counter() - t0)
+    return best / nbytes
+
+
+def time_allreduce(comm, nbytes: int, algorithm: str = "ring", *, repeats: int = 5,
+                   dtype=np.float32) -> tuple[float, float]:
+    """(ours_s, mpich_s): seconds per all-reduce of ``nbytes`` by the book's ``algorithm`` and by
+    ``MPI_Allreduce``, the slowest rank's time, best of ``repeats`` after a warm-up, checked equal."""
+    from mpi4py import MPI
+
+    x = np.random.default_rng(comm.Get_rank()).integers(-8, 8, int(nbytes) // np.dtype(dtype).itemsize)
+    x = x.astype(dtype)  # small integers: every summation order gives the same float, so results compare
+    if algorithm == "ring":
+        ours = lambda: ring_allreduce(comm, x)  # noqa: E731
+    else:
+        plan = rank_plan(build(algorithm, comm.Get_size(), x.size), comm.Get_rank())
+        ours = lambda: schedule_allreduce(comm, x, plan=plan)  # noqa: E731
+    ref = np.empty_like(x)
+    theirs = lambda: comm.Allreduce(x, ref, op=MPI.SUM)  # noqa: E731
+    best = []
+    for fn in (ours, theirs):
+        fn()
+        times = []
+        for _ in range(repeats):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            fn()
+            times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+        best.append(min(times))
+    if not np.array_equal(ours(), ref):
+        raise AssertionError(f"{algorithm} all-reduce differs from MPI_Allreduce on rank {comm.Get_rank()}")
+    return best[0], best[1]
+
+
+def mpiexec_path() -> str | None:
+    """The ``mpiexec`` of the MPICH wheel next to this Python, else the one on PATH, else None."""
+    here = Path(sys.executable).with_name("mpiexec")
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def mpich_env(algorithm: str = "auto") -> dict[str, str]:
+    """Environment variables that force MPICH's intra-node all-reduce ``algorithm``.
+
+    Raises:
+        ValueError: an algorithm outside :data:`MPICH_ALLREDUCE_ALGORITHMS`.
+    """
+    if algorithm not in MPICH_ALLREDUCE_ALGORITHMS:
+        raise ValueError(f"unknown MPICH allreduce algorithm {algorithm!r}; expected one of "
+                         f"{', '.join(MPICH_ALLREDUCE_ALGORITHMS)}")
+    if algorithm == "auto":
+        return {}
+    return {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algorithm, "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+
+
+def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float = 60.0) -> str:
+    """Run ``mpiexec -n p python ARGS`` and return its standard output.
+
+    The package's own directory is put on PYTHONPATH so the ranks import this scaledl.
+
+    Raises:
+        FileNotFoundError: no mpiexec (install the ``mpich`` wheel: ``pip install mpich``).
+        TimeoutError: the ranks did not finish within ``timeout_s`` (a deadlock, or an oversubscribed
+            machine); they are killed first.
+        RuntimeError: a rank failed; the message carries its output.
+    """
+    exe = mpiexec_path()
+    if exe is None:
+        raise FileNotFoundError("mpiexec not found next to this Python or on PATH; install MPICH "
+                                "(pip install mpich) to run the MPI examples")
+    src = str(Path(__file__).resolve().parents[2])
+    full_env = dict(os.environ, **(env or {}))
+    full_env["PYTHONPATH"] = os.pathsep.join(x for x in (src, full_env.get("PYTHONPATH")) if x)
+    cmd = [exe, "-n", str(int(p)), sys.executable, *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and the ranks it started: the group we created
+        out, _ = proc.communicate()
+        raise TimeoutError(f"mpiexec -n {p} did not finish within {timeout_s} s (deadlock?); output:\n"
+                           f"{out[-2000:]}") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"mpiexec -n {p} {' '.join(args)} failed with exit code {proc.returncode}:\n"
+                           f"{out[-4000:]}")
+    return out

@@ -1,0 +1,272 @@
+"""Network topologies for the collective simulator: networkx directed graphs whose edges are links.
+
+Every link is one direction of a full-duplex connection and carries ``bandwidth_Bps`` (bytes per second)
+and ``latency_s``. Ranks are the integer nodes ``0 .. p-1``; switches, CPUs and NICs are string nodes.
+``graph.graph["ranks"]`` is p and ``graph.graph["name"]`` says what the graph is. Routes are networkx
+shortest paths weighted by latency (:mod:`scaledl.comm.netsim`).
+
+>>> g = switch(4, bandwidth_Bps=10e9, latency_s=2e-6)
+>>> g.graph["ranks"], g.number_of_edges(), g.edges[0, "switch"]["latency_s"]
+(4, 8, 1e-06)
+>>> slow = with_links(ring(4, bandwidth_Bps=10e9, latency_s=1e-6), {(1, 2): {"bandwidth_Bps": 1e9}})
+>>> slow.edges[1, 2]["bandwidth_Bps"], slow.edges[2, 1]["bandwidth_Bps"], slow.edges[2, 3]["bandwidth_Bps"]
+(1000000000.0, 1000000000.0, 10000000000.0)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import networkx as nx
+
+__all__ = ["PCIE3_X16_Bps", "QPI_9_6GTs_Bps", "NVLINK4_H100_Bps", "IB_NDR_Bps", "PCIE_HOP_LATENCY_s",
+           "NVLINK_HOP_LATENCY_s", "IB_HOP_LATENCY_s", "TOPOLOGIES", "switch", "ring", "svail_pcie_node",
+           "nvswitch_node", "multi_node", "from_graph", "with_links", "make", "ring_seconds_per_byte",
+           "ring_order"]
+
+# PCIe 3.0 x16 per direction: 8 GT/s x 16 lanes x 128/130 encoding / 8 bits = 15.75 GB/s (PCI-SIG, "PCI
+# Express Base Specification Revision 3.0", 2010). Measured GPU peer-to-peer copies reach about 12-13 GB/s.
+PCIE3_X16_Bps = 8e9 * 16 * 128 / 130 / 8
+# Intel QuickPath Interconnect at 9.6 GT/s: 2 bytes per transfer per direction = 19.2 GB/s (Intel Xeon
+# E5-2600 v3 datasheet, 2014). Approximate: GPU peer traffic that crosses QPI is known to run far slower
+# than this, which is why Catanzaro's slides (seed 001) say to avoid it.
+QPI_9_6GTs_Bps = 9.6e9 * 2
+# H100 NVLink 4: 18 links x 25 GB/s = 450 GB/s per direction, 900 GB/s both ways (NVIDIA H100 Tensor Core GPU
+# Architecture whitepaper, 2022; seed 002's "900 GB/s" is the bidirectional figure).
+NVLINK4_H100_Bps = 18 * 25e9
+# InfiniBand NDR: 400 Gb/s per port and direction = 50 GB/s (InfiniBand Trade Association roadmap; approximate,
+# the data rate after encoding is slightly lower).
+IB_NDR_Bps = 400e9 / 8
+# Per-hop latencies are assumptions of this model (orders of magnitude, not measurements): a PCIe or NVLink
+# hop well under a microsecond of wire and switch time, an InfiniBand hop through a NIC and a switch a few.
+PCIE_HOP_LATENCY_s = 0.5e-6
+NVLINK_HOP_LATENCY_s = 0.25e-6
+IB_HOP_LATENCY_s = 1.5e-6
+
+
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _latency(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"latency_s must be a number, got {value!r} ({type(value).__name__})")
+    if not (value >= 0 and math.isfinite(value)):
+        raise ValueError(f"latency_s must be >= 0 and finite, got {value!r}")
+    return float(value)
+
+
+def _ranks(p) -> int:
+    if isinstance(p, bool) or not isinstance(p, numbers.Integral):
+        raise TypeError(f"p must be an int (a number of ranks), got {p!r}")
+    if p < 1:
+        raise ValueError(f"p must be >= 1 (a number of ranks), got {p}")
+    return int(p)
+
+
+def _graph(name: str, p: int) -> nx.DiGraph:
+    g = nx.DiGraph(name=name, ranks=p)
+    g.add_nodes_from(range(p))
+    return g
+
+
+def _duplex(g: nx.DiGraph, u, v, bandwidth_Bps: float, latency_s: float) -> None:
+    g.add_edge(u, v, bandwidth_Bps=bandwidth_Bps, latency_s=latency_s)
+    g.add_edge(v, u, bandwidth_Bps=bandwidth_Bps, latency_s=latency_s)
+
+
+def switch(p: int, *, bandwidth_Bps: float, latency_s: float) -> nx.DiGraph:
+    """p ranks on one non-blocking (full-bisection) switch. Each rank's cable has ``bandwidth_Bps`` each way
+    and half of ``latency_s``, so a rank-to-rank message costs exactly latency_s + n / bandwidth_Bps."""
+    p, bw, lat = _ranks(p), _positive("bandwidth_Bps", bandwidth_Bps), _latency(latency_s)
+    g = _graph(f"switch({p})", p)
+    for r in range(p):
+        _duplex(g, r, "switch", bw, lat / 2)
+    return g
+
+
+def ring(p: int, *, bandwidth_Bps: float, latency_s: float) -> nx.DiGraph:
+    """p ranks cabled in a ring, each rank to its two neighbours (one cable when p = 2)."""
+    p, bw, lat = _ranks(p), _positive("bandwidth_Bps", bandwidth_Bps), _latency(latency_s)
+    g = _graph(f"ring({p})", p)
+    for r in range(p if p > 2 else p - 1):
+        _duplex(g, r, (r + 1) % p, bw, lat)
+    return g
+
+
+def svail_pcie_node(*, pcie_Bps: float = PCIE3_X16_Bps, qpi_Bps: float = QPI_9_6GTs_Bps,
+                    latency_s: float = PCIE_HOP_LATENCY_s) -> nx.DiGraph:
+    """Baidu SVAIL's 8-GPU training node (seed 001): two peer-to-peer domains of four GPUs, each domain a
+    PCIe 3.0 x16 switch whose one x16 uplink goes to its CPU; the two CPUs joined by QPI.
+
+    Inside a domain "all pairs of GPUs communicate simultaneously" at full x16 rate; traffic between
+    domains shares each switch's uplink and crosses the CPUs, which is what the slides say to avoid. The
+    slides give the domains and that advice; one PCIe switch per domain with a single x16 uplink is this
+    model's assumption (the common layout of such 8-GPU servers), as are the link latencies.
+    """
+    pcie, qpi, lat = _positive("pcie_Bps", pcie_Bps), _positive("qpi_Bps", qpi_Bps), _latency(latency_s)
+    g = _graph("SVAIL 8-GPU PCIe node", 8)
+    for gpu in range(8):
+        _duplex(g, gpu, f"plx{gpu // 4}", pcie, lat)
+    _duplex(g, "plx0", "cpu0", pcie, lat)
+    _duplex(g, "plx1", "cpu1", pcie, lat)
+    _duplex(g, "cpu0", "cpu1", qpi, lat)
+    return g
+
+
+def nvswitch_node(gpus: int = 8, *, nvlink_Bps: float = NVLINK4_H100_Bps,
+                  latency_s: float = 2 * NVLINK_HOP_LATENCY_s) -> nx.DiGraph:
+    """An HGX H100 node: every GPU's NVLinks go into the NVSwitch fabric (4 NVSwitch chips acting as one
+    non-blocking switch), 450 GB/s per direction per GPU."""
+    g = switch(gpus, bandwidth_Bps=nvlink_Bps, latency_s=latency_s)
+    g.graph["name"] = f"NVSwitch node ({gpus} GPUs)"
+    return g
+
+
+def multi_node(nodes: int, gpus_per_node: int = 8, *, nvlink_Bps: float = NVLINK4_H100_Bps,
+               nic_Bps: float = IB_NDR_Bps, nvlink_latency_s: float = NVLINK_HOP_LATENCY_s,
+               nic_latency_s: float = IB_HOP_LATENCY_s) -> nx.DiGraph:
+    """``nodes`` NVSwitch nodes whose GPUs each own an InfiniBand NIC into one non-blocking IB switch.
+
+    Rank ``node * gpus_per_node + local``. Inside a node the NVSwitch path is the shorter one; between nodes
+    traffic leaves through the sender's NIC and enters through the receiver's.
+    """
+    nodes, gpn = _ranks(nodes), _ranks(gpus_per_node)
+    nv, nic = _positive("nvlink_Bps", nvlink_Bps), _positive("nic_Bps", nic_Bps)
+    nv_lat, nic_lat = _latency(nvlink_latency_s), _latency(nic_latency_s)
+    g = _graph(f"{nodes} nodes x {gpn} GPUs, NVLink + InfiniBand", nodes * gpn)
+    for node in range(nodes):
+        for local in range(gpn):
+            r = node * gpn + local
+            _duplex(g, r, f"nvswitch{node}", nv, nv_lat)
+            _duplex(g, r, "ib", nic, nic_lat)
+    return g
+
+
+def from_graph(graph, *, bandwidth_Bps: float | None = None, latency_s: float | None = None) -> nx.DiGraph:
+    """Any networkx graph as a topology: an undirected edge becomes two links, missing link attributes take
+    the defaults given here, and ranks are the integer nodes 0 .. p-1.
+
+    Raises:
+        ValueError: ranks that are not 0 .. p-1, a link without bandwidth or latency and no default, or a
+            rank that cannot reach another.
+    """
+    if not isinstance(graph, (nx.Graph, nx.DiGraph)):
+        raise TypeError(f"graph must be a networkx Graph or DiGraph, got {type(graph).__name__}")
+    ranks = sorted(n for n in graph.nodes if isinstance(n, int) and not isinstance(n, bool))
+    if not ranks or ranks != list(range(len(ranks))):
+        raise ValueError(f"graph must have integer rank nodes 0 .. p-1, got {ranks[:10]}")
+    g = _graph(graph.graph.get("name", "custom graph"), len(ranks))
+    g.add_nodes_from(graph.nodes)
+    edges = list(graph.edges(data=True))
+    for u, v, data in edges:
+        bw = data.get("bandwidth_Bps", bandwidth_Bps)
+        lat = data.get("latency_s", latency_s)
+        if bw is None or lat is None:
+            raise ValueError(f"link {u!r} -> {v!r} has no bandwidth_Bps/latency_s and no default was given")
+        if graph.is_directed():
+            g.add_edge(u, v, bandwidth_Bps=_positive("bandwidth_Bps", bw), latency_s=_latency(lat))
+        else:
+            _duplex(g, u, v, _positive("bandwidth_Bps", bw), _latency(lat))
+    for r in ranks:
+        missing = set(ranks) - nx.descendants(g, r) - {r}
+        if missing:
+            raise ValueError(f"graph must connect every rank to every other; rank {r} cannot reach "
+                             f"{sorted(missing)[:5]}")
+    return g
+
+
+def with_links(topology: nx.DiGraph, overrides: dict, *, both_directions: bool = True) -> nx.DiGraph:
+    """A copy of ``topology`` with some links changed, e.g. one slow cable:
+    ``{(u, v): {"bandwidth_Bps": 1e9}}``; both directions unless ``both_directions=False``.
+
+    Raises:
+        ValueError: a link that is not in the topology, or an attribute other than bandwidth_Bps/latency_s.
+    """
+    g = topology.copy()
+    for (u, v), attrs in overrides.items():
+        pairs = [(u, v), (v, u)] if both_directions else [(u, v)]
+        for a, b in pairs:
+            if not g.has_edge(a, b):
+                raise ValueError(f"link {a!r} -> {b!r} is not in topology {g.graph.get('name')!r}")
+            for key, value in attrs.items():
+                if key == "bandwidth_Bps":
+                    g.edges[a, b][key] = _positive(key, value)
+                elif key == "latency_s":
+                    g.edges[a, b][key] = _latency(value)
+                else:
+                    raise ValueError(f"link attribute must be bandwidth_Bps or latency_s, got {key!r}")
+    return g
+
+
+TOPOLOGIES = ("switch", "ring", "svail_pcie_node", "nvswitch_node", "multi_node")
+
+
+def make(name: str, **kwargs) -> nx.DiGraph:
+    """A topology by name, e.g. ``make("ring", p=8, bandwidth_Bps=1e9, latency_s=1e-6)``.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if name not in TOPOLOGIES:
+        raise ValueError(f"unknown topology {name!r}; expected one of {', '.join(TOPOLOGIES)}")
+    return globals()[name](**kwargs)
+
+
+def ring_seconds_per_byte(topology: nx.DiGraph, order) -> float:
+    """The slowest-link bound of a ring through ``order``: each ring edge order[i] -> order[i+1] is routed
+    by latency, and a link that k edges share can give each 1/k of its bandwidth, so a ring all-reduce of
+    n bytes takes at least 2 (p-1)/p n times this.
+
+    >>> node = svail_pcie_node()
+    >>> round(1 / ring_seconds_per_byte(node, range(8)) / 1e9, 2)  # GB/s: PCIe x16, nothing shared
+    15.75
+    >>> round(1 / ring_seconds_per_byte(node, [0, 4, 1, 5, 2, 6, 3, 7]) / 1e9, 2)  # 4 edges share an uplink
+    3.94
+    """
+    return _ring_cost(topology, list(order), {})
+
+
+def _ring_cost(topology, order, paths: dict) -> float:
+    load: dict = {}
+    for a, b in zip(order, order[1:] + order[:1]):
+        if a == b:
+            continue
+        if (a, b) not in paths:
+            path = nx.shortest_path(topology, a, b, weight="latency_s")
+            paths[a, b] = list(zip(path, path[1:]))
+        for e in paths[a, b]:
+            load[e] = load.get(e, 0) + 1
+    return max((k / topology.edges[e]["bandwidth_Bps"] for e, k in load.items()), default=0.0)
+
+
+def ring_order(topology: nx.DiGraph, *, exhaustive_up_to: int = 8) -> list[int]:
+    """A ring order over the topology's ranks with the smallest :func:`ring_seconds_per_byte`, what NCCL's
+    topology detection does when it searches for rings. Every order (rank 0 first) is tried up to
+    ``exhaustive_up_to`` ranks; beyond that, nearest neighbour by route latency from rank 0.
+
+    >>> ring_order(svail_pcie_node())  # one crossing between the peer-to-peer domains each way
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+    import itertools
+
+    p = topology.graph["ranks"]
+    if p <= 2:
+        return list(range(p))
+    if p <= exhaustive_up_to:
+        paths: dict = {}
+        best = min(((0, *rest) for rest in itertools.permutations(range(1, p))),
+                   key=lambda order: _ring_cost(topology, list(order), paths))
+        return list(best)
+    dist = dict(nx.all_pairs_dijkstra_path_length(topology, weight="latency_s"))
+    order, left = [0], set(range(1, p))
+    while left:
+        nxt = min(left, key=lambda r: (dist[order[-1]][r], r))
+        order.append(nxt)
+        left.remove(nxt)
+    return order
