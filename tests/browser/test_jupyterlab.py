@@ -30,9 +30,17 @@ STATE_JS = """() => {
   const app = window.jupyterapp;
   const w = app && app.shell.currentWidget;
   if (!w || !w.context || !w.context.isReady || !w.sessionContext) return null;
+  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
   return {path: w.context.path, dirty: w.context.model.dirty,
           status: w.sessionContext.kernelDisplayStatus,
-          kernel: w.sessionContext.session && w.sessionContext.session.kernel ? 'started' : 'none'};
+          kernel: kernel ? (kernel.info ? 'started' : 'starting') : 'none'};
+}"""
+
+# Wait for the kernel's info reply: JupyterLab writes language_info and the kernelspec from it.
+KERNEL_INFO_JS = """async () => {
+  const w = window.jupyterapp.shell.currentWidget;
+  await w.sessionContext.session.kernel.info;
+  await new Promise(r => setTimeout(r, 300));
 }"""
 
 
@@ -50,31 +58,41 @@ def _wait_open(page, rel, timeout_s=120):
     while time.time() < deadline:
         state = page.evaluate(STATE_JS)
         if state and state["path"] == rel and state["kernel"] == "started" and state["status"] == "idle":
+            page.evaluate(KERNEL_INFO_JS)
             return state
-        time.sleep(0.25)
+        time.sleep(0.2)
     raise AssertionError(f"{rel}: JupyterLab did not finish opening it within {timeout_s} s (last {state})")
 
 
-def _open(browser, url, token, rel):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{url}/lab/tree/{rel}?token={token}", wait_until="domcontentloaded")
+@pytest.fixture(scope="module")
+def lab_page(chromium_browser, jupyterlab):
+    """One JupyterLab page for all notebooks: each is opened, checked and closed in turn."""
+    url, token, _ = jupyterlab
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/lab?token={token}", wait_until="domcontentloaded")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=120_000)
+    page.evaluate("() => window.jupyterapp.started")
+    yield page
+    page.close()
+
+
+def _open(page, rel):
+    page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", rel)
     _wait_open(page, rel)
-    time.sleep(2.0)  # kernel info arrives after "idle"; give JupyterLab time to write language_info, if it would
-    return page, errors
 
 
-def _shutdown_kernels(url, token):
+def _close(page, url, token):
+    page.evaluate("() => window.jupyterapp.commands.execute('application:close-all')")
     for session in _api(url, token, "/api/sessions"):
         _api(url, token, f"/api/sessions/{session['id']}", method="DELETE")
 
 
 @pytest.mark.parametrize("rel", NOTEBOOKS)
-def test_open_and_save_leaves_the_notebook_unchanged(chromium_browser, jupyterlab, rel):
+def test_open_and_save_leaves_the_notebook_unchanged(lab_page, jupyterlab, rel):
     url, token, root = jupyterlab
     committed = (ROOT / rel).read_bytes()
-    page, errors = _open(chromium_browser, url, token, rel)
+    page = lab_page
+    _open(page, rel)
     try:
         dirty_on_open = page.evaluate(STATE_JS)["dirty"]
         tab_marked = page.locator(".lm-TabBar-tab.jp-mod-dirty").count() > 0
@@ -93,8 +111,7 @@ def test_open_and_save_leaves_the_notebook_unchanged(chromium_browser, jupyterla
         assert not dirty_on_open, f"{rel}: JupyterLab marked it modified on open, before any edit"
         assert not tab_marked, f"{rel}: its tab was marked modified on open"
     finally:
-        page.close()
-        _shutdown_kernels(url, token)
+        _close(page, url, token)
 
 
 def _explorer_notebook() -> str:
@@ -104,12 +121,13 @@ def _explorer_notebook() -> str:
     pytest.skip("no chapter stores an explorer yet")
 
 
-def test_explorer_shows_a_sentence_not_the_widget_repr(chromium_browser, jupyterlab, tmp_path):
+def test_explorer_shows_a_sentence_not_the_widget_repr(lab_page, jupyterlab, tmp_path):
     """A fresh clone's notebooks are untrusted and have no live kernel state: the explorer's stored output
     must read as a sentence above its stored default figure, never as ``VBox(children=...``."""
     url, token, _ = jupyterlab
     rel = _explorer_notebook()
-    page, _ = _open(chromium_browser, url, token, rel)
+    page = lab_page
+    _open(page, rel)
     try:
         panel = page.locator(".jp-NotebookPanel:visible").first
         text = panel.inner_text()
@@ -124,5 +142,4 @@ def test_explorer_shows_a_sentence_not_the_widget_repr(chromium_browser, jupyter
         # The stored default figure is drawn beside the sentence (an <img> in the same cell).
         assert cell.locator("img").count() >= 1, f"{rel}: the explorer's stored figure is not shown"
     finally:
-        page.close()
-        _shutdown_kernels(url, token)
+        _close(page, url, token)
