@@ -1,7 +1,9 @@
 """Tensor Core arithmetic emulated in NumPy: FP16 inputs, exact products, FP32 accumulation.
 
-Volta's HMMA instruction computes ``D = A @ B + C`` on 4x4 tiles: A and B in FP16, C and D in FP32. This
-module emulates that arithmetic bit for bit *under a stated model*:
+A Volta tensor core computes ``D = A @ B + C`` on 4x4 tiles per clock: A and B in FP16, C and D in FP32 (the
+warp-level instructions, ``mma.m8n8k4`` and later shapes in :data:`WARP_MMA_SHAPES`, are made of such steps;
+the book calls the 4x4x4 step "HMMA" after the talk). This module emulates that arithmetic bit for bit
+*under a stated model*:
 
 1. inputs are rounded to FP16 (round to nearest even, as ``np.float16`` does);
 2. each product ``a * b`` of two FP16 numbers is exact in FP32 (11-bit x 11-bit significands need 22 bits,

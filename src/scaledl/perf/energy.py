@@ -76,7 +76,10 @@ class Instruction:
 # product: 512 multiplies + 512 adds.
 HFMA = Instruction("HFMA", "Kepler (FP16 hypothetical)", 1.5, 2, "half-precision fused multiply-add", "2000%")
 HDP4A = Instruction("HDP4A", "Pascal", 6.0, 8, "4-element FP16 dot product, FP32 sum", "500%")
+# HMMA's 4x4x4 is what one Volta tensor core does per clock, not the shape of an instruction (mma.m8n8k4).
 HMMA = Instruction("HMMA", "Volta", 110.0, 128, "4x4x4 FP16 matrix multiply, FP32 accumulate", "22%")
+# The table counts IMMA as 1024 operations (8x8x8). That reading is an assumption: PTX's Turing int8 shape is
+# m8n8k16 (2048 operations); chapter 05 shows what the other reading changes.
 IMMA = Instruction("IMMA", "Turing", 160.0, 1024, "8x8x8 int8 matrix multiply, int32 accumulate", "16%")
 INSTRUCTIONS = (HFMA, HDP4A, HMMA, IMMA)
 
