@@ -34,6 +34,15 @@ def test_winograd_error_ordering_and_errors():
     plt.close(fig)
 
 
+def test_winograd_error_f6_overflows_only_with_integer_scaling():
+    # F(6x6)'s integer-scaled B^T reaches 160: B^T d B of standard-normal data passes float16's 65504
+    assert winograd_error(6, "float16", scaling="integer") == float("inf")
+    fractional = winograd_error(6, "float16", scaling="fractional")
+    assert 1e-3 < fractional < 1e-1  # finite, a few percent (unit roundoff 2^-11 times the transforms' growth)
+    # constants left in the data transform (no rescaling) are rounded per tile: worse than in G
+    assert winograd_error(4, "float16", scaling="none") > winograd_error(4, "float16", scaling="fractional")
+
+
 def test_fma_share_bound_table():
     assert math.isclose(fma_share_bound("naive"), 1 / 3)
     assert math.isclose(fma_share_bound("tiled", tile=16), 16 / 52)

@@ -155,3 +155,16 @@ def test_measurement_refuses_without_a_gpu_and_checks_its_arguments():
     if not device.on_gpu():
         with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
             tc.measure_cupy_gemm_TFLOPS(64, "fp32")
+
+
+def test_best_padded_efficiency_picks_the_best_tile():
+    from scaledl.numerics.tensorcore import WARP_MMA_SHAPES, best_padded_efficiency, padded_efficiency
+
+    # 130 = 128 + 2: one 128-tile wastes almost half per dimension; 32-tiles pad 130 to 160 per dimension
+    assert best_padded_efficiency((130, 130, 130), [(128, 128, 32), (32, 32, 32)]) == (130 / 160) ** 3 * (
+        160 / 160)
+    assert best_padded_efficiency((128, 128, 128), [(128, 128, 32)]) == 1.0
+    assert WARP_MMA_SHAPES["Turing mma.m8n8k16 (int8)"] == (8, 8, 16)
+    assert padded_efficiency((8, 8, 16), WARP_MMA_SHAPES["Turing mma.m8n8k16 (int8)"]) == 1.0
+    with pytest.raises(ValueError, match="tiles must name at least one"):
+        best_padded_efficiency((4, 4, 4), [])

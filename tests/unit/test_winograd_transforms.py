@@ -1,5 +1,7 @@
 """Winograd F(m, r) matrices: exact against Lavin and Gray's F(2, 3), and correct for any m by construction."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -15,11 +17,12 @@ def test_f2x3_is_lavin_up_to_the_sign_of_the_infinity_term():
     assert np.array_equal(AT @ flip, LAVIN_F2x3["AT"])
 
 
+@pytest.mark.parametrize("scaling", ["integer", "fractional", "none"])
 @pytest.mark.parametrize("m,r", [(1, 3), (2, 3), (3, 2), (4, 3), (6, 3), (2, 5)])
-def test_1d_identity_exact_in_rationals(m, r):
+def test_1d_identity_exact_in_rationals(m, r, scaling):
     # y = A^T[(G g) * (B^T d)] must equal the direct correlation for every g, d: check it on unit vectors
     # (the bilinear form is then exact), with Fractions so no rounding hides an error
-    BT, G, AT = winograd_matrices(m, r)
+    BT, G, AT = winograd_matrices(m, r, scaling=scaling)
     n = m + r - 1
     for k in range(r):
         for j in range(n):
@@ -28,6 +31,21 @@ def test_1d_identity_exact_in_rationals(m, r):
             y = AT.dot(G.dot(g) * BT.dot(d))
             direct = [1 if j == i + k else 0 for i in range(m)]
             assert list(y) == direct
+
+
+def test_f6x3_scalings_largest_entries():
+    # points 0, +-1, +-2, +-1/2: integer rows of B^T reach 160; monic ("fractional") rows stop at 21/4
+    BT_int = winograd_matrices(6, 3, scaling="integer")[0]
+    BT_frac = winograd_matrices(6, 3, scaling="fractional")[0]
+    assert max(abs(v) for v in BT_int.ravel()) == 160
+    assert max(abs(v) for v in BT_frac.ravel()) == Fraction(21, 4)
+    # the point-0 row is x^6 - 21/4 x^4 + 21/4 x^2 - 1 (up to sign), the textbook F(6, 3) row
+    assert [abs(v) for v in BT_frac[0]] == [1, 0, Fraction(21, 4), 0, Fraction(21, 4), 0, 1, 0]
+    # F(4, 3) with 0, +-1, +-2 needs no rescaling beyond integers: both scalings coincide
+    for a, b in zip(winograd_matrices(4, 3, scaling="integer"), winograd_matrices(4, 3, scaling="fractional")):
+        assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="scaling must be one of .* got 'monic'"):
+        winograd_matrices(6, 3, scaling="monic")
 
 
 def test_multiply_counts():

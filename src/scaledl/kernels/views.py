@@ -101,11 +101,14 @@ def launch_figure(n: int = 1000, block: int = 128, registers_per_thread: int = 1
     return fig
 
 
-def winograd_error(m: int, dtype_name: str, channels: int = 4, size: int = 24, seed: int = 0) -> float:
+def winograd_error(m: int, dtype_name: str, channels: int = 4, size: int = 24, seed: int = 0,
+                   scaling: str = "integer", points=None) -> float:
     """Largest error of F(m x m, 3 x 3) in ``dtype_name``, relative to the largest output magnitude.
 
     Inputs and filters are standard normal; the reference is direct convolution in float64. ``m = 0`` means
-    direct convolution in the same dtype (the baseline to compare with).
+    direct convolution in the same dtype (the baseline to compare with). ``points`` and ``scaling`` choose
+    the interpolation points and where the transforms' constants go (``winograd_matrices``); an overflow
+    returns ``inf``.
     """
     if dtype_name not in FLOAT_DTYPES:
         raise ValueError(f"dtype_name={dtype_name!r} is not one of {sorted(FLOAT_DTYPES)}")
@@ -115,18 +118,21 @@ def winograd_error(m: int, dtype_name: str, channels: int = 4, size: int = 24, s
     ref = conv2d_direct_in(x, w, np.float64)
     dt = FLOAT_DTYPES[dtype_name]
     with np.errstate(over="ignore", invalid="ignore"):
-        y = conv2d_direct_in(x, w, dt) if m == 0 else conv2d_winograd_in(x, w, m, dt)
+        y = (conv2d_direct_in(x, w, dt) if m == 0
+             else conv2d_winograd_in(x, w, m, dt, scaling=scaling, points=points))
     err = np.abs(y.astype(np.float64) - ref)
     return float(np.max(err)) / float(np.max(np.abs(ref))) if np.all(np.isfinite(err)) else float("inf")
 
 
-def winograd_tradeoff_figure(dtype_name: str = "float16", channels: int = 4, max_m: int = 6):
-    """Multiply saving over direct convolution and measured error, for F(m x m, 3 x 3), m = 1 .. max_m."""
+def winograd_tradeoff_figure(dtype_name: str = "float16", channels: int = 4, max_m: int = 6,
+                             scaling: str = "fractional"):
+    """Multiply saving over direct convolution and measured error, for F(m x m, 3 x 3), m = 1 .. max_m,
+    with the transforms' constants placed by ``scaling`` (``winograd_matrices``)."""
     import matplotlib.pyplot as plt
 
     ms = np.arange(1, max_m + 1)
     saving = [multiplies_per_tile(m, 3, direct=True) / multiplies_per_tile(m, 3) for m in ms]
-    errors = [winograd_error(int(m), dtype_name, channels) for m in ms]
+    errors = [winograd_error(int(m), dtype_name, channels, scaling=scaling) for m in ms]
     base = winograd_error(0, dtype_name, channels)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.6))
     ax0.plot(ms, saving, "o-")
@@ -145,7 +151,7 @@ def winograd_tradeoff_figure(dtype_name: str = "float16", channels: int = 4, max
     ax1.axhline(base, color="k", ls="--", lw=1, label="direct, same dtype")
     ax1.set_xlabel("output tile m")
     ax1.set_ylabel("max |error| / max |output|")
-    ax1.set_title(f"error in {dtype_name}, {channels} input channels")
+    ax1.set_title(f"error in {dtype_name}, {channels} input channels, {scaling} B^T")
     ax1.legend()
     fig.tight_layout()
     return fig

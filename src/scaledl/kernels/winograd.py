@@ -45,18 +45,32 @@ def multiplies_per_tile(m: int, r: int, direct: bool = False) -> int:
     return (m * r) ** 2 if direct else (m + r - 1) ** 2
 
 
-def winograd_matrices(m: int, r: int, points=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+SCALINGS = ("integer", "fractional", "none")
+
+
+def winograd_matrices(m: int, r: int, points=None, scaling: str = "integer"
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact ``(B^T, G, A^T)`` of F(m, r) as object arrays of Fractions (n x n, n x r, m x n; n = m + r - 1).
 
     Derivation: linear convolution s = g (*) x of an r-tap and an m-tap sequence is the Toom-Cook product
     ``s = C [(V_r g) * (V_m x)]`` with ``V_k`` the n x k evaluation matrix at the points (row [0..0, 1] for
     infinity) and ``C = V_n^-1``. Correlation is the transpose of convolution, so
     ``y = V_m^T [(V_r g) * (C^T d)]``: ``A^T = V_m^T``, ``G = V_r``, ``B^T = C^T``. Each row j of B^T is then
-    scaled to integers (divided into row j of G), as in Lavin and Gray.
+    rescaled, and the factor divided into row j of G (y is unchanged; only the rounding changes):
+
+    * ``scaling="integer"``: each row of B^T is multiplied by the common denominator of its entries, so B^T
+      holds integers (Lavin and Gray's F(2, 3)). With points like +-1/2 this multiplies rows by 4 or 16 and
+      F(6, 3)'s B^T reaches 160.
+    * ``scaling="fractional"``: each row of B^T is scaled so that its last non-zero entry is +-1 (the row is
+      then the coefficient list of a monic polynomial, ``M(x) / (x - p_j)`` with ``M`` the product of
+      ``x - p`` over the finite points), the usual choice (Lavin's wincnn): F(6, 3)'s B^T has entries up to
+      21/4 = 5.25. For F(2, 3) and F(4, 3) with the default points both scalings give the same B^T.
 
     Raises:
-        ValueError: m or r below 1, or not enough distinct points.
+        ValueError: m or r below 1, not enough distinct points, or an unknown scaling.
     """
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     if m < 1 or r < 1:
         raise ValueError(f"m and r must be >= 1, got m={m!r}, r={r!r}")
     n = m + r - 1
@@ -73,8 +87,13 @@ def winograd_matrices(m: int, r: int, points=None) -> tuple[np.ndarray, np.ndarr
     C = _inverse(vander(n))
     BT = [[C[i][j] for i in range(n)] for j in range(n)]  # C^T
     G = vander(r)
-    for j in range(n):  # move each row's common denominator from B^T into G (y is unchanged)
-        scale = _lcm_denominators(BT[j])
+    for j in range(n):  # move each row's scale factor from B^T into G (y is unchanged)
+        if scaling == "none":
+            break
+        if scaling == "integer":
+            scale = _lcm_denominators(BT[j])
+        else:
+            scale = 1 / abs(next(v for v in reversed(BT[j]) if v != 0))
         BT[j] = [v * scale for v in BT[j]]
         G[j] = [v / scale for v in G[j]]
     Vm = vander(m)
@@ -141,12 +160,14 @@ def conv2d_direct_in(x, w, dtype=np.float32) -> np.ndarray:
     return y
 
 
-def conv2d_winograd_in(x, w, m: int = 2, dtype=np.float32) -> np.ndarray:
+def conv2d_winograd_in(x, w, m: int = 2, dtype=np.float32, scaling: str = "integer", points=None) -> np.ndarray:
     """The same convolution by F(m x m, r x r), with the transforms and the channel sum rounded to dtype.
 
     The filter transform ``G g G^T`` is computed in float64 and rounded once (it is done offline, once per
     filter); the data transform, the elementwise products, the channel sum and the output transform all
-    run in ``dtype``. Output sizes that are not multiples of m are handled by zero padding.
+    run in ``dtype``. Output sizes that are not multiples of m are handled by zero padding. ``points`` and
+    ``scaling`` choose the interpolation points and where the transforms' constants go
+    (:func:`winograd_matrices`).
     """
     x = np.asarray(x, np.float64)
     w = np.asarray(w, np.float64)
@@ -154,7 +175,7 @@ def conv2d_winograd_in(x, w, m: int = 2, dtype=np.float32) -> np.ndarray:
     K, C2, r, r2 = w.shape
     if C2 != C or r2 != r:
         raise ValueError(f"w must be (K, {C}, r, r) for x of {C} channels, got {w.shape}")
-    BT, G, AT = (np.asarray(M, np.float64) for M in winograd_matrices(m, r))
+    BT, G, AT = (np.asarray(M, np.float64) for M in winograd_matrices(m, r, points, scaling))
     n = m + r - 1
     P, Q = H - r + 1, W - r + 1
     tp, tq = -(-P // m), -(-Q // m)

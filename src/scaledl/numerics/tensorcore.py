@@ -1,7 +1,9 @@
 """Tensor Core arithmetic emulated in NumPy: FP16 inputs, exact products, FP32 accumulation.
 
-Volta's HMMA instruction computes ``D = A @ B + C`` on 4x4 tiles: A and B in FP16, C and D in FP32. This
-module emulates that arithmetic bit for bit *under a stated model*:
+A Volta tensor core computes ``D = A @ B + C`` on 4x4 tiles per clock: A and B in FP16, C and D in FP32 (the
+warp-level instructions, ``mma.m8n8k4`` and later shapes in :data:`WARP_MMA_SHAPES`, are made of such steps;
+the book calls the 4x4x4 step "HMMA" after the talk). This module emulates that arithmetic bit for bit
+*under a stated model*:
 
 1. inputs are rounded to FP16 (round to nearest even, as ``np.float16`` does);
 2. each product ``a * b`` of two FP16 numbers is exact in FP32 (11-bit x 11-bit significands need 22 bits,
@@ -31,7 +33,20 @@ import math
 
 import numpy as np
 
-MMA_TILE = 4  # HMMA works on 4x4 tiles of A, B and C (Volta; seed 000)
+MMA_TILE = 4  # a Volta tensor core computes a 4x4x4 product per clock (Dally, ScaledML 2018): hardware, not ISA
+
+# What one warp-level instruction computes, M x N x K, from NVIDIA's PTX ISA (mma and wgmma). Volta's
+# mma.m8n8k4 is computed by each of the warp's four quad-pairs (so 4 x 8x8x4 per warp instruction); Turing's
+# int8 shape is m8n8k16 (not 8x8x8); Hopper's wgmma is issued by a warpgroup of four warps, with N any
+# multiple of 8 up to 256, and K = 16 for FP16/BF16, K = 32 for FP8 (e4m3/e5m2).
+WARP_MMA_SHAPES = {
+    "Volta mma.m8n8k4 (FP16)": (8, 8, 4),
+    "Turing mma.m8n8k16 (int8)": (8, 8, 16),
+    "Ampere mma.m16n8k16 (FP16)": (16, 8, 16),
+    "Hopper wgmma.m64nNk16 (FP16), N = 8": (64, 8, 16),
+    "Hopper wgmma.m64nNk16 (FP16), N = 256": (64, 256, 16),
+    "Hopper wgmma.m64nNk32 (FP8), N = 256": (64, 256, 32),
+}
 FP16_EPS = float(np.finfo(np.float16).eps)  # 2^-10
 FP32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
 TF32_MANTISSA_BITS = 10  # TensorFloat-32: FP32's 8 exponent bits, FP16's 10 mantissa bits (NVIDIA A100)
@@ -223,6 +238,19 @@ def padded_efficiency(shape, tile) -> float:
     useful = math.prod(shape)
     done = math.prod(math.ceil(s / t) * t for s, t in zip(shape, tile))
     return useful / done
+
+
+def best_padded_efficiency(shape, tiles) -> float:
+    """:func:`padded_efficiency` with the best of several tiles, as a GEMM library picks a block tile per
+    problem size.
+
+    >>> round(best_padded_efficiency((130, 130, 130), [(128, 128, 32), (32, 32, 32)]), 4)
+    0.5364
+    """
+    tiles = list(tiles)
+    if not tiles:
+        raise ValueError("tiles must name at least one (M, N, K) tile, got none")
+    return max(padded_efficiency(shape, t) for t in tiles)
 
 
 # ------------------------------------------------------------------------------ measured on a real GPU

@@ -26,22 +26,22 @@ import numpy as np
 
 from scaledl.perf._checks import positive as _positive
 
-# --- GPU instruction energies (Dally, "Scaling ML with NVIDIA GPUs", ScaledML 2018, seed 000; and the
-# --- table of "Trends in Deep Learning Hardware", 2023, seed 002). Math energy only, overhead excluded.
-GPU_INSTRUCTION_OVERHEAD_pJ = 30.0  # fetch + decode + operand access of one instruction (seed 000)
-# An ARM out-of-order core: overhead of one instruction and the 16-bit integer add it performs (seed 002).
+# --- GPU instruction energies (Dally, "Scaling ML with NVIDIA GPUs", ScaledML 2018; and the table of
+# --- Dally, "Trends in Deep Learning Hardware", 2023 lecture, as summarised in C. Mills' notes, 2024). Math energy only, overhead excluded.
+GPU_INSTRUCTION_OVERHEAD_pJ = 30.0  # fetch + decode + operand access of one instruction (Dally 2018)
+# An ARM out-of-order core: overhead of one instruction and the 16-bit integer add it performs (Dally 2023).
 ARM_CORE_OVERHEAD_pJ = 250.0
 ADD_INT16_pJ = 0.032  # "32 femtojoules"
-CPU_FP16_OVERHEAD_RATIO = 1000.0  # seed 002: complex CPUs spend "~1000x" an FP16 operation on overhead
+CPU_FP16_OVERHEAD_RATIO = 1000.0  # Dally 2023: complex CPUs spend "~1000x" an FP16 operation on overhead
 
-# Energy to read one 32-bit word from each level of an accelerator's memory (seed 002).
+# Energy to read one 32-bit word from each level of an accelerator's memory (Dally 2023).
 SRAM_LOCAL_8KB_pJ_PER_WORD = 5.0
 ON_CHIP_SRAM_pJ_PER_WORD = 50.0  # "hundreds of MB" away on the die; 45 pJ of it is wire
 OFF_CHIP_DRAM_pJ_PER_WORD = 640.0  # LPDDR / HBM
-ON_CHIP_WIRE_pJ_PER_WORD = 45.0  # seed 002: of the 50 pJ on-chip access, 45 pJ is communication (wires)
+ON_CHIP_WIRE_pJ_PER_WORD = 45.0  # Dally 2023: of the 50 pJ on-chip access, 45 pJ is communication (wires)
 WORD_BYTES = 4
 
-# Seed 002's breakdown of the energy of an NVIDIA deep-learning inference accelerator: the datapath and MAC
+# Dally 2023: the breakdown of the energy of an NVIDIA deep-learning inference accelerator: the datapath and MAC
 # units, the memories next to them (weight, input and accumulation buffers, accumulation collector), and
 # data movement between them.
 SEED002_BREAKDOWN = {"math": 0.47, "memories": 0.47, "data movement": 0.06}
@@ -59,7 +59,7 @@ class Instruction:
     math_energy_pJ: float
     ops: int
     what: str
-    quoted_overhead: str  # as printed in the seed 002 table
+    quoted_overhead: str  # as printed in the 2023 lecture's table
 
     @property
     def math_energy_pJ_per_op(self) -> float:
@@ -72,11 +72,14 @@ class Instruction:
 
 
 # ops: HFMA = 1 multiply + 1 add; HDP4A = 4 multiplies + 4 adds; HMMA = 4x4x4 = 64 multiplies + 64 adds
-# (seed 000: "128 floating-point operations"); IMMA = two 8x8 int8 matrices (seed 002), read as an 8x8x8
+# (Dally 2018: "128 floating-point operations"); IMMA = two 8x8 int8 matrices (Dally 2023), read as an 8x8x8
 # product: 512 multiplies + 512 adds.
 HFMA = Instruction("HFMA", "Kepler (FP16 hypothetical)", 1.5, 2, "half-precision fused multiply-add", "2000%")
 HDP4A = Instruction("HDP4A", "Pascal", 6.0, 8, "4-element FP16 dot product, FP32 sum", "500%")
+# HMMA's 4x4x4 is what one Volta tensor core does per clock, not the shape of an instruction (mma.m8n8k4).
 HMMA = Instruction("HMMA", "Volta", 110.0, 128, "4x4x4 FP16 matrix multiply, FP32 accumulate", "22%")
+# The table counts IMMA as 1024 operations (8x8x8). That reading is an assumption: PTX's Turing int8 shape is
+# m8n8k16 (2048 operations); chapter 05 shows what the other reading changes.
 IMMA = Instruction("IMMA", "Turing", 160.0, 1024, "8x8x8 int8 matrix multiply, int32 accumulate", "16%")
 INSTRUCTIONS = (HFMA, HDP4A, HMMA, IMMA)
 
@@ -293,7 +296,7 @@ BREAKDOWN_PRECISIONS = {"int8 (IMMA)": (IMMA, 1), "fp16 (HMMA)": (HMMA, 2)}  # M
 
 
 def breakdown_view(onchip_tile: int = 627, local_reuse: float = 4.0, precision: str = "int8 (IMMA)"):
-    """Widget view: the energy split of a tiled GEMM next to seed 002's 47 / 47 / 6 %, and how the data
+    """Widget view: the energy split of a tiled GEMM next to the 2023 talk's 47 / 47 / 6 %, and how the data
     movement share falls as the on-chip tile (square, ``onchip_tile`` outputs a side) grows.
 
     Returns a matplotlib Figure whose title states the three shares.
@@ -306,7 +309,7 @@ def breakdown_view(onchip_tile: int = 627, local_reuse: float = 4.0, precision: 
     mac = ins.math_energy_pJ_per_mac
     here = mac_energy(mac, nbytes, local_reuse, tile_reuse(onchip_tile)).shares
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 1.3]})
-    rows = [("seed 002", SEED002_BREAKDOWN), ("model", here)]
+    rows = [("Dally 2023", SEED002_BREAKDOWN), ("model", here)]
     colors = {"math": "tab:blue", "memories": "tab:orange", "data movement": "tab:green"}
     for y, (label, sh) in enumerate(rows):
         left = 0.0
@@ -322,7 +325,7 @@ def breakdown_view(onchip_tile: int = 627, local_reuse: float = 4.0, precision: 
     tiles = np.unique(np.logspace(0, 4, 80).astype(int))
     moves = [mac_energy(mac, nbytes, local_reuse, tile_reuse(int(t))).shares["data movement"] for t in tiles]
     ax2.loglog(tiles, 100 * np.array(moves), label="data movement share")
-    ax2.axhline(100 * SEED002_BREAKDOWN["data movement"], color="grey", ls=":", label="seed 002: 6 %")
+    ax2.axhline(100 * SEED002_BREAKDOWN["data movement"], color="grey", ls=":", label="Dally 2023: 6 %")
     ax2.axvline(onchip_tile, color="k", ls="--", lw=1)
     ax2.set_xlabel("on-chip tile (outputs per side)")
     ax2.set_ylabel("data movement share (%)")
