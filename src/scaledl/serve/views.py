@@ -51,14 +51,31 @@ def percentile_curves(policy: str, service, rates_rps, *, n_requests: int = 50_0
             "mean_batch": np.array([r.mean_batch for r in rows])}
 
 
+MODELS = ("linear", "RNN (Titan X)", "LLM decode (H100)")
+
+
+def service_model(model: str, fixed_ms: float = 2.0, per_request_ms: float = 0.5):
+    """The widget's service curves: ``"linear"`` (``fixed_ms + per_request_ms x b``) or one of
+    :mod:`scaledl.serve.models`' rooflines (which ignore ``fixed_ms`` and ``per_request_ms``)."""
+    from scaledl.serve.models import llm_decode_service, rnn_service
+
+    if model == "linear":
+        return linear(positive("fixed_ms", fixed_ms) / 1e3, per_request_ms / 1e3)
+    if model == MODELS[1]:
+        return rnn_service()
+    if model == MODELS[2]:
+        return llm_decode_service()
+    raise ValueError(f"model={model!r}; expected one of {MODELS}")
+
+
 def serving_view(policy: str = "batch_dispatch", slo_ms: float = 50.0, max_batch: int = 64,
                  fixed_ms: float = 2.0, per_request_ms: float = 0.5, max_queue_delay_ms: float = 0.0,
-                 n_requests: int = 20_000):
-    """Widget view: p50/p98/p99 latency against load for ``policy`` and for ``"single"``, service
-    ``fixed_ms + per_request_ms x b``, with the SLO drawn and the users served at it in the title."""
+                 n_requests: int = 20_000, model: str = "linear"):
+    """Widget view: p50/p98/p99 latency against load for ``policy`` and for ``"single"`` on the service curve
+    ``model`` (:func:`service_model`), with the SLO drawn and the users served at it in the title."""
     import matplotlib.pyplot as plt
 
-    service = linear(fixed_ms / 1e3, per_request_ms / 1e3)
+    service = service_model(model, fixed_ms, per_request_ms)
     slo_s = positive("slo_ms", slo_ms) / 1e3
     opts = _policy_options(policy, max_batch, slo_s, max_queue_delay_ms / 1e3)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
@@ -74,7 +91,7 @@ def serving_view(policy: str = "batch_dispatch", slo_ms: float = 50.0, max_batch
             break
     ax.axhline(slo_ms, color="k", lw=1, ls=":", label=f"SLO {slo_ms:g} ms (p98)")
     ratio = served[policy] / served["single"] if served["single"] > 0 else float("inf")
-    ax.set_title(f"{policy}: {served[policy]:.0f} req/s at p98 <= {slo_ms:g} ms vs single {served['single']:.0f} "
+    ax.set_title(f"{model}, {policy}: {served[policy]:.0f} req/s at p98 <= {slo_ms:g} ms vs single {served['single']:.0f} "
                  f"({ratio:.1f}x)", fontsize=10)
     ax.set_xlabel("arrival rate (requests/s)")
     ax.set_ylabel("latency (ms)")
