@@ -38,3 +38,17 @@ def test_service_model_choices_and_errors():
 def test_serving_view_on_a_roofline_model():
     fig = serving_view("batch_dispatch", slo_ms=200, model=MODELS[1], n_requests=3000)
     assert "RNN" in fig.axes[0].get_title()
+
+
+def test_factor_table_rises_with_the_shared_share_and_tends_to_the_capacity_ratio():
+    from scaledl.serve.views import capacity_ratio, factor_table
+
+    rows = factor_table([0.5, 0.75, 0.9], [10, 2000], n_requests=5000)
+    f = [r["factors"][0] for r in rows]
+    assert f[0] < f[1] < f[2]
+    for r in rows:  # a 2000x SLO is loose enough that both policies run within a few % of capacity
+        assert r["factors"][1] == pytest.approx(r["loose_limit"], rel=0.05)
+    assert capacity_ratio(0.003, 0.001, 64) == pytest.approx(64 * 0.004 / (0.003 + 0.064))
+    assert capacity_ratio(0.001, 0.0, 8) == pytest.approx(8)
+    with pytest.raises(ValueError, match=r"fixed_shares must lie in \(0, 1\), got 1"):
+        factor_table([1], [10])

@@ -99,3 +99,43 @@ def serving_view(policy: str = "batch_dispatch", slo_ms: float = 50.0, max_batch
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
+
+
+def capacity_ratio(a_s: float, c_s: float, max_batch: int) -> float:
+    """Eager batching's capacity over one-at-a-time's for service ``a + c b``: ``B (a + c) / (a + c B)``.
+
+    What the ratio of "users at acceptable latency" tends to as the SLO loosens: full batches back to back
+    against single requests back to back. (At a tighter SLO the ratio can be larger: one-at-a-time then
+    runs far below its capacity, while batching stays near its own.) It tends to ``1 + a / c`` for a large cap and to ``B`` for ``c = 0``.
+    """
+    svc = linear(a_s, c_s)
+    return capacity_rps("batch_dispatch", svc, max_batch=max_batch) / capacity_rps("single", svc)
+
+
+def factor_table(fixed_shares, slo_multiples, *, max_batch: int = 64, service_1_s: float = 0.001,
+                 percentile: float = 98.0, n_requests: int = 20_000, seed: int = 0) -> list[dict]:
+    """Users at the SLO with batch dispatch over one-at-a-time, for linear services of the same batch-1 time.
+
+    Each row is one service ``a + c b`` with ``a + c = service_1_s`` and ``a / (a + c)`` = a value of
+    ``fixed_shares`` (the share of a batch of one's time that a batch shares: weight reads, launches).
+    Row: ``{"fixed_share", "a_over_c", "factors": [one per SLO multiple of service_1_s], "loose_limit"}``
+    (``loose_limit``: :func:`capacity_ratio`, the factor as the SLO loosens).
+    """
+    positive("service_1_s", service_1_s)
+    rows = []
+    for share in fixed_shares:
+        if not 0 < share < 1:
+            raise ValueError(f"fixed_shares must lie in (0, 1), got {share!r}")
+        a_s, c_s = share * service_1_s, (1 - share) * service_1_s
+        svc = linear(a_s, c_s)
+        factors = []
+        for k in slo_multiples:
+            slo = positive("slo_multiples", k) * service_1_s
+            one = max_rate_at_slo("single", service=svc, slo_s=slo, percentile=percentile, n_requests=n_requests,
+                                  seed=seed)
+            bd = max_rate_at_slo("batch_dispatch", service=svc, slo_s=slo, percentile=percentile,
+                                 n_requests=n_requests, seed=seed, max_batch=max_batch)
+            factors.append(bd / one if one > 0 else float("inf"))
+        rows.append({"fixed_share": float(share), "a_over_c": a_s / c_s, "factors": factors,
+                     "loose_limit": capacity_ratio(a_s, c_s, max_batch)})
+    return rows
