@@ -91,8 +91,8 @@ def serving_view(policy: str = "batch_dispatch", slo_ms: float = 50.0, max_batch
             break
     ax.axhline(slo_ms, color="k", lw=1, ls=":", label=f"SLO {slo_ms:g} ms (p98)")
     ratio = served[policy] / served["single"] if served["single"] > 0 else float("inf")
-    ax.set_title(f"{model}, {policy}: {served[policy]:.0f} req/s at p98 <= {slo_ms:g} ms vs single {served['single']:.0f} "
-                 f"({ratio:.1f}x)", fontsize=10)
+    ax.set_title(f"{model}, {policy}: {served[policy]:.0f} req/s at p98 <= {slo_ms:g} ms "
+                 f"vs single {served['single']:.0f} ({ratio:.1f}x)", fontsize=10)
     ax.set_xlabel("arrival rate (requests/s)")
     ax.set_ylabel("latency (ms)")
     ax.grid(True, which="major", alpha=0.3)
@@ -106,7 +106,8 @@ def capacity_ratio(a_s: float, c_s: float, max_batch: int) -> float:
 
     What the ratio of "users at acceptable latency" tends to as the SLO loosens: full batches back to back
     against single requests back to back. (At a tighter SLO the ratio can be larger: one-at-a-time then
-    runs far below its capacity, while batching stays near its own.) It tends to ``1 + a / c`` for a large cap and to ``B`` for ``c = 0``.
+    runs far below its capacity, while batching stays near its own.) It tends to ``1 + a / c`` for a large
+    cap and to ``B`` for ``c = 0``.
     """
     svc = linear(a_s, c_s)
     return capacity_rps("batch_dispatch", svc, max_batch=max_batch) / capacity_rps("single", svc)
