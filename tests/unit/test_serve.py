@@ -198,5 +198,5 @@ def test_users_at_slo_table_and_view():
                                                              max_batch=32, latency_objective_s=0.020)
     fig = serving_view("batch_dispatch", slo_ms=50, n_requests=5000)
     title = fig.axes[0].get_title()
-    assert title.startswith("batch_dispatch:") and "vs single" in title and title.endswith("x)")
+    assert title.startswith("linear, batch_dispatch:") and "vs single" in title and title.endswith("x)")
     plt.close(fig)

@@ -8,6 +8,8 @@
 ``slo``             ``max_rate_at_slo``: the most users served at acceptable latency
 ``views``           ``users_at_slo`` table, latency percentiles against load, the chapter widget
 ``theory``          M/D/1 mean wait (Pollaczek-Khinchine) and the eager batcher's steady-state batch
+``hook``            a policy as a Python function ``next_batch(waiting, busy, max_batch)`` (lab 07) and its check
+``lifetime``        training against inference compute over a model's service life
 ==================  ===========================================================================
 
 >>> from scaledl.serve import linear, md1_mean_wait_s, simulate
