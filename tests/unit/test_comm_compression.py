@@ -168,6 +168,23 @@ def test_reducer_accounts_bytes_and_trains():
     assert h.step_loss[-1] < h.step_loss[0]
 
 
+def test_exchange_times_follow_the_alpha_beta_model():
+    red = compressed_reducer("topk", workers=4, ratio=0.01)
+    rng = np.random.default_rng(0)
+    red([{"w": rng.standard_normal(1000).astype(np.float32)} for _ in range(4)])
+    alpha, beta = 1e-5, 1e-9  # each worker sends 10 values + 10 indices = 80 B; the ring moves 3 of 4 parts
+    assert red.exchange_time_s(alpha=alpha, beta=beta) == [pytest.approx(3 * alpha + 3 * 80 * beta)]
+    assert red.dense_time_s(alpha=alpha, beta=beta) == [pytest.approx(6 * alpha + 2 * 3000 * beta)]
+
+
+def test_sampled_dgc_sends_at_most_k():
+    c = DGC(0.01, warmup_epochs=0, sampled=True, seed=1)
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        m = c.compress(rng.standard_normal(3000))
+        assert 0 < m.nnz <= 30
+
+
 def test_reducer_skips_non_finite_steps_without_touching_state():
     red = compressed_reducer("topk", workers=2, ratio=0.5)
     red([{"w": np.float32([1, 2])}, {"w": np.float32([3, 4])}])

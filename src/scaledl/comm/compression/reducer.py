@@ -16,6 +16,8 @@ non-finite step (``History.skipped_steps``).
 >>> out = red([{"w": np.float32([1, 4, 0, 0])}, {"w": np.float32([0, 0, 3, 2])}])
 >>> out["w"].tolist(), red.step_nbytes[-1], red.compression_ratio     # each: 1 value + 1 index
 ([0.0, 4.0, 3.0, 0.0], [8, 8], 2.0)
+>>> red.exchange_time_s(alpha=1e-6, beta=1e-9), red.dense_time_s(alpha=1e-6, beta=1e-9)  # 1 alpha + 8 B beta
+([1.008e-06], [2.016e-06])
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.comm.compression.base import Compressor
+from scaledl.comm.cost import allgather_time, allreduce_time
 
 __all__ = ["CompressedReducer", "compressed_reducer"]
 
@@ -68,6 +71,18 @@ class CompressedReducer:
         self.step_nbytes.append(sent)
         self.dense_nbytes.append(sum(4 * g.size for g in worker_grads[0].values()))
         return out
+
+    def exchange_time_s(self, *, alpha: float, beta: float) -> list[float]:
+        """Seconds each step's exchange takes under the alpha-beta model: a ring all-gather of the messages,
+        each padded to the step's largest (compressed messages cannot be summed on the way, as a ring
+        all-reduce sums dense blocks; :mod:`scaledl.comm.sparse_allreduce` is the alternative)."""
+        p = len(self.compressors)
+        return [float(allgather_time("ring", p, p * max(s), alpha=alpha, beta=beta)) for s in self.step_nbytes]
+
+    def dense_time_s(self, *, alpha: float, beta: float) -> list[float]:
+        """Seconds each step's uncompressed float32 gradient takes with a ring all-reduce, for comparison."""
+        p = len(self.compressors)
+        return [float(allreduce_time("ring", p, n, alpha=alpha, beta=beta)) for n in self.dense_nbytes]
 
     @property
     def total_nbytes(self) -> int:

@@ -142,8 +142,7 @@ class DGC(Compressor):
         self.clip_norm, self.workers = clip_norm, workers
         self.warmup_epochs, self.steps_per_epoch = warmup_epochs, steps_per_epoch
         self.sample_fraction = check_ratio(sample_fraction, "sample_fraction") if sampled else None
-        self.velocity: dict[str, np.ndarray] = {}  # u, per key
-        self.residuals = {}                        # v, per key: the accumulated velocity not yet sent
+        self.velocity: dict[str, np.ndarray] = {}  # u, per key; self.residuals holds v, what is not yet sent
 
     @staticmethod
     def warmup_density(ratio: float, epoch: int, warmup_epochs: int) -> float:
