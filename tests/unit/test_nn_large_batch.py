@@ -42,11 +42,12 @@ def test_measured_noise_scale_is_unbiased_within_its_sampling_error():
     trace = ((rows - G) ** 2).sum(axis=1).mean()
     data = SimpleNamespace(x_train=rows, y_train=np.zeros(500), n_train=500)
     est = measure_noise_scale(MeanOfRows(), data, b_small=2, b_big=16, pairs=4000, seed=1)
-    # ~4000 pairs: the trace estimate's relative standard error is about sqrt(2 / 4000) x (a few) ~ 5 %;
-    # 15 % is three of those; B_simple (about 4.4 here) inherits both errors
-    assert est.trace_sigma == pytest.approx(trace, rel=0.15)
-    assert est.g_sq == pytest.approx(G @ G, rel=0.15)
-    assert est.b_simple == pytest.approx(trace / (G @ G), rel=0.3)
+    # Spread of these estimates over 20 seeds (measured): 0.9 % for tr(Sigma), 0.55 % for |G|^2, 1.2 % for
+    # B_simple. 5 % is at least four standard deviations for each, while a missing 1/B correction (a bias
+    # of tr(Sigma)/B_big / |G|^2 ~ 28 % in |G|^2 here) would fail.
+    assert est.trace_sigma == pytest.approx(trace, rel=0.05)
+    assert est.g_sq == pytest.approx(G @ G, rel=0.05)
+    assert est.b_simple == pytest.approx(trace / (G @ G), rel=0.06)
 
 
 def test_noise_scale_on_the_mlp_runs_and_is_positive():

@@ -35,7 +35,8 @@ def scaled_lr(base_lr: float, batch_size: int, base_batch_size: int = GOYAL_BASE
         ValueError: a learning rate that is not positive and finite, or batch sizes that are not positive
             integers.
     """
-    if isinstance(base_lr, bool) or not isinstance(base_lr, (int, float)) or not (base_lr > 0 and math.isfinite(base_lr)):
+    if (isinstance(base_lr, bool) or not isinstance(base_lr, (int, float))
+            or not (base_lr > 0 and math.isfinite(base_lr))):
         raise ValueError(f"base_lr must be a positive finite learning rate, got {base_lr!r}")
     for name, b in (("batch_size", batch_size), ("base_batch_size", base_batch_size)):
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:

@@ -17,7 +17,7 @@ one inf folded into a residual or a velocity would poison every later message. T
 >>> c.compress(np.float32([1, np.inf]))
 Traceback (most recent call last):
 ...
-ValueError: grad: non-finite values (1 of 2) are refused: they would poison the compressor's state; skip the step instead
+ValueError: grad: 1 of 2 values are not finite: refused, as they would poison the compressor's state
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def check_grad(grad) -> np.ndarray:
         raise TypeError(f"grad: expected a floating-point array, got dtype {g.dtype}")
     bad = g.size - int(np.isfinite(g).sum())
     if bad:
-        raise ValueError(f"grad: non-finite values ({bad} of {g.size}) are refused: they would poison the "
-                         f"compressor's state; skip the step instead")
+        raise ValueError(f"grad: {bad} of {g.size} values are not finite: refused, as they would poison the "
+                         f"compressor's state")
     return g
 
 
