@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scaledl.comm.compression import (DGC, CompressedReducer, compressed_reducer, make_compressor)
 from scaledl.nn import SGD, mlp, teacher_student, train
@@ -224,3 +226,22 @@ def test_errors():
         c.compress(np.zeros(4))
     with pytest.raises(TypeError, match=r"nonempty list of Compressor"):
         CompressedReducer([])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 60), steps=st.integers(1, 6), ratio=st.floats(0.01, 1.0), seed=st.integers(0, 2**16),
+       name=st.sampled_from(["topk", "dgc-no-momentum"]))
+def test_property_error_feedback_invariant_on_integers(n, steps, ratio, seed, name):
+    """Small integers in float64: every addition is exact, so the invariant holds with equality."""
+    rng = np.random.default_rng(seed)
+    c = (make_compressor("topk", ratio=ratio) if name == "topk" else
+         DGC(ratio, momentum_correction=False, warmup_epochs=0))
+    sent = np.zeros(n)
+    total = np.zeros(n)
+    for _ in range(steps):
+        g = rng.integers(-50, 50, n).astype(np.float64)
+        total += g
+        m = c.compress(g)
+        assert m.nnz == min(n, max(1, math.ceil(ratio * n)))
+        sent += m.decode()
+        assert np.array_equal(sent + c.residual, total)
