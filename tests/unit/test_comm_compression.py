@@ -168,6 +168,7 @@ def test_reducer_accounts_bytes_and_trains():
     assert len(red.step_nbytes) == 30 and all(s == [8 * k_total] * 4 for s in red.step_nbytes)
     assert red.compression_ratio == pytest.approx(4 * n / (8 * k_total))
     assert h.step_loss[-1] < h.step_loss[0]
+    assert all(c.workers == 4 for c in red.compressors)  # N for the N^-1/2 clipping threshold
 
 
 def test_exchange_times_follow_the_alpha_beta_model():

@@ -7,6 +7,9 @@ of an all-gather of the messages would. It records the encoded bytes each worker
 report the real compression ratio and time the exchange with :mod:`scaledl.comm.cost` or
 :mod:`scaledl.comm.netsim`.
 
+:func:`scaledl.nn.train` calls a reducer only when ``workers > 1``; with one worker it would silently
+train uncompressed, so call the reducer yourself there (as the tests do) or use two or more workers.
+
 A step whose gradients are not all finite (an fp16 overflow) is *skipped*: nothing is compressed, no
 state changes, and the plain sum is returned, which :func:`scaledl.nn.train` then drops as it does any
 non-finite step (``History.skipped_steps``).
@@ -98,10 +101,12 @@ class CompressedReducer:
 
 def compressed_reducer(name: str, workers: int, *, seed: int = 0, **options) -> CompressedReducer:
     """A :class:`CompressedReducer` of ``workers`` compressors ``make_compressor(name, **options)``, each
-    with its own random stream spawned from ``seed``."""
+    with its own random stream spawned from ``seed``; DGC's clipping is told ``workers`` unless given."""
     from scaledl.comm.compression import make_compressor
 
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     seeds = np.random.SeedSequence(seed).spawn(int(workers))
+    if name == "dgc":
+        options.setdefault("workers", int(workers))
     return CompressedReducer([make_compressor(name, seed=s, **options) for s in seeds])
