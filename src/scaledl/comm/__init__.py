@@ -12,6 +12,9 @@ that move real data, an event-driven network simulator on topologies, and the sa
   (``python -m scaledl.comm.mpi_bench``). Both import mpi4py only when called.
 - :mod:`scaledl.comm.dataparallel`: data-parallel SGD whose gradients a ring sums, as a reducer for
   :func:`scaledl.nn.train` and over MPI (``mpi_train``), bitwise the same.
+- :mod:`scaledl.comm.compression`: gradient compressors (top-k, DGC, 1-bit SGD, TernGrad, QSGD, stochastic
+  rounding) with real encoded sizes, and a compressed reducer; :mod:`scaledl.comm.sparse_allreduce`:
+  SparCML's sparse all-reduce with fill-in and the dense switch.
 - :mod:`scaledl.comm.views`: timeline and link-utilisation figures; ``allreduce_view`` for a widget.
 
 >>> import numpy as np
