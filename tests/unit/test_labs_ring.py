@@ -147,7 +147,7 @@ def test_ring_order_check():
             path = nx.shortest_path(topology, a, b, weight="latency_s")
             worst = max([worst] + [1 / topology.edges[e]["bandwidth_Bps"] for e in zip(path, path[1:])])
         return worst
-    res = L.check_ring_order(hops_only, lambda t: list(range(8)), [T.hybrid_cube_mesh(), net], samples=5,
+    res = L.check_ring_order(hops_only, lambda t: list(range(8)), [T.svail_pcie_node(), net], samples=5,
                              report=None)
     assert not res.passed and any("count how many edges" in h for h in res.hints)
     assert any("try every order" in h for h in res.hints)
