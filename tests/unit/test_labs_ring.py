@@ -151,3 +151,12 @@ def test_ring_order_check():
                              report=None)
     assert not res.passed and any("count how many edges" in h for h in res.hints)
     assert any("try every order" in h for h in res.hints)
+
+
+def stub_mpi(comm, x):
+    raise NotImplementedError("Task 2.1")
+
+
+def test_mpi_check_of_an_unwritten_stub_says_so_without_launching():
+    with pytest.raises(NotImplementedError, match=r"stub_mpi is not written yet"):
+        L.check_mpi_allreduce(stub_mpi, report=None)
