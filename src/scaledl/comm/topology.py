@@ -22,7 +22,7 @@ import networkx as nx
 
 __all__ = ["PCIE3_X16_Bps", "QPI_9_6GTs_Bps", "NVLINK4_H100_Bps", "IB_NDR_Bps", "PCIE_HOP_LATENCY_s",
            "NVLINK_HOP_LATENCY_s", "IB_HOP_LATENCY_s", "TOPOLOGIES", "switch", "ring", "svail_pcie_node",
-           "nvswitch_node", "multi_node", "from_graph", "with_links", "make", "ring_seconds_per_byte",
+           "nvswitch_node", "multi_node", "hybrid_cube_mesh", "NVLINK1_P100_LINK_Bps", "from_graph", "with_links", "make", "ring_seconds_per_byte",
            "ring_order"]
 
 # PCIe 3.0 x16 per direction: 8 GT/s x 16 lanes x 128/130 encoding / 8 bits = 15.75 GB/s (PCI-SIG, "PCI
@@ -35,6 +35,9 @@ QPI_9_6GTs_Bps = 9.6e9 * 2
 # H100 NVLink 4: 18 links x 25 GB/s = 450 GB/s per direction, 900 GB/s both ways (NVIDIA H100 Tensor Core GPU
 # Architecture whitepaper, 2022; seed 002's "900 GB/s" is the bidirectional figure).
 NVLINK4_H100_Bps = 18 * 25e9
+# P100 NVLink 1: 20 GB/s per link and direction, 4 links per GPU (NVIDIA Tesla P100 whitepaper, 2016: 160 GB/s
+# bidirectional per GPU), the links of the first DGX-1.
+NVLINK1_P100_LINK_Bps = 20e9
 # InfiniBand NDR: 400 Gb/s per port and direction = 50 GB/s (InfiniBand Trade Association roadmap; approximate,
 # the data rate after encoding is slightly lower).
 IB_NDR_Bps = 400e9 / 8
@@ -148,6 +151,27 @@ def multi_node(nodes: int, gpus_per_node: int = 8, *, nvlink_Bps: float = NVLINK
     return g
 
 
+def hybrid_cube_mesh(*, link_Bps: float = NVLINK1_P100_LINK_Bps,
+                     latency_s: float = NVLINK_HOP_LATENCY_s) -> nx.DiGraph:
+    """The NVLink layout of NVIDIA's first DGX-1 (8 P100, 4 NVLinks each): two fully connected quads, GPUs
+    0-3 and 4-7, and GPU i joined to GPU i + 4. A pair without a direct link is two NVLink hops apart (the
+    PCIe tree of the real machine is left out).
+
+    >>> g = hybrid_cube_mesh()
+    >>> sorted(v for v in g.successors(0)), g.has_edge(3, 4)
+    ([1, 2, 3, 4], False)
+    """
+    bw, lat = _positive("link_Bps", link_Bps), _latency(latency_s)
+    g = _graph("DGX-1 hybrid cube mesh (8 GPUs)", 8)
+    for quad in (0, 4):
+        for a in range(quad, quad + 4):
+            for b in range(a + 1, quad + 4):
+                _duplex(g, a, b, bw, lat)
+    for a in range(4):
+        _duplex(g, a, a + 4, bw, lat)
+    return g
+
+
 def from_graph(graph, *, bandwidth_Bps: float | None = None, latency_s: float | None = None) -> nx.DiGraph:
     """Any networkx graph as a topology: an undirected edge becomes two links, missing link attributes take
     the defaults given here, and ranks are the integer nodes 0 .. p-1.
@@ -204,7 +228,7 @@ def with_links(topology: nx.DiGraph, overrides: dict, *, both_directions: bool =
     return g
 
 
-TOPOLOGIES = ("switch", "ring", "svail_pcie_node", "nvswitch_node", "multi_node")
+TOPOLOGIES = ("switch", "ring", "svail_pcie_node", "nvswitch_node", "multi_node", "hybrid_cube_mesh")
 
 
 def make(name: str, **kwargs) -> nx.DiGraph:

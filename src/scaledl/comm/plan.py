@@ -1,0 +1,305 @@
+"""Planning a large training run (chapter 13): memory per GPU, pipeline schedules and their bubble, tensor-
+parallel splits, and a step-time model of a TP x PP x DP layout built on :mod:`scaledl.comm.cost`.
+
+Every constant is named and cited where it is defined. The step-time model is deliberately simple (stated in
+:func:`step_time`): it is for seeing which term dominates, not for predicting a real run.
+
+>>> round(training_bytes(1.2e12) / 1e12, 1)  # TB of weights, gradients and Adam state at 16 bytes/param
+19.2
+>>> gpus_to_hold(1.2e12)  # 80 GB H100s, before a single activation
+240
+>>> bubble_fraction(4, 12)
+0.2
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from scaledl.comm.cost import allreduce_time
+from scaledl.comm.topology import IB_NDR_Bps, NVLINK4_H100_Bps
+
+__all__ = ["BYTES_PER_PARAM_MIXED_ADAM", "H100_SXM", "HGX_H100", "GPUSpec", "training_bytes", "gpus_to_hold",
+           "bubble_fraction", "pipeline_schedule", "in_flight", "column_parallel", "row_parallel",
+           "gpt_shape", "Layout", "step_time", "data_parallel_scaling", "layout_view"]
+
+# Mixed-precision Adam: FP16/BF16 weights (2) and gradients (2), FP32 master weights, momentum and variance
+# (4 + 4 + 4) = 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
+# Trillion Parameter Models", SC 2020, section 3.1). Activations come on top.
+BYTES_PER_PARAM_MIXED_ADAM = 16
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One accelerator's numbers used by the planner (units in the names)."""
+    name: str
+    memory_B: float
+    dense_bf16_flops: float
+    nvlink_Bps: float  # per direction, to the NVSwitch fabric
+    power_W: float
+
+
+# NVIDIA H100 Tensor Core GPU datasheet (SXM5, 2022-2023): 80 GB HBM3, 989 TFLOPS dense BF16 (1979 with 2:4
+# sparsity), 3958 TFLOPS FP8 with sparsity, up to 700 W, NVLink 900 GB/s (both directions together).
+H100_SXM = GPUSpec("H100 SXM", 80e9, 989e12, NVLINK4_H100_Bps, 700.0)
+H100_FP8_SPARSE_FLOPS = 3958e12
+
+
+@dataclass(frozen=True)
+class HGXNode:
+    """An 8-GPU HGX H100 board and the DGX H100 server built on it."""
+    gpus: int
+    nvswitch_chips: int
+    gpu: GPUSpec
+    system_power_W: float
+
+    @property
+    def fp8_sparse_flops(self) -> float:
+        """The "32 petaflops" of NVIDIA's HGX H100 material: FP8 with 2:4 sparsity, all 8 GPUs."""
+        return self.gpus * H100_FP8_SPARSE_FLOPS
+
+    @property
+    def dense_bf16_flops(self) -> float:
+        return self.gpus * self.gpu.dense_bf16_flops
+
+
+# HGX H100 8-GPU: 8 H100 SXM and 4 third-generation NVSwitch chips (NVIDIA HGX H100 product page and the H100
+# architecture whitepaper, 2022). DGX H100 datasheet: about 10.2 kW maximum system power.
+HGX_H100 = HGXNode(8, 4, H100_SXM, 10.2e3)
+
+
+def _count(name: str, value, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def training_bytes(params, bytes_per_param: float = BYTES_PER_PARAM_MIXED_ADAM) -> float:
+    """Bytes of weights, gradients and optimizer state for ``params`` parameters (no activations)."""
+    return _positive("params", params) * _positive("bytes_per_param", bytes_per_param)
+
+
+def gpus_to_hold(params, *, gpu_memory_B: float = H100_SXM.memory_B,
+                 bytes_per_param: float = BYTES_PER_PARAM_MIXED_ADAM) -> int:
+    """The fewest GPUs whose memory holds :func:`training_bytes` (a lower bound: activations excluded)."""
+    return math.ceil(training_bytes(params, bytes_per_param) / _positive("gpu_memory_B", gpu_memory_B))
+
+
+def bubble_fraction(stages, microbatches):
+    """Idle fraction of a GPipe or 1F1B pipeline step: (p - 1) / (m + p - 1) (Narayanan et al., "Efficient
+    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC 2021)."""
+    p, m = _count("stages", stages), _count("microbatches", microbatches)
+    return (p - 1) / (m + p - 1)
+
+
+def pipeline_schedule(kind: str, stages: int, microbatches: int, *, forward: float = 1.0,
+                      backward: float = 2.0) -> list[tuple[int, str, int, float, float]]:
+    """Every stage's forward ("F") and backward ("B") passes as (stage, kind, microbatch, start, end).
+
+    ``"gpipe"`` (Huang et al., "GPipe", NeurIPS 2019): each stage runs all m forwards, then all m backwards.
+    ``"1f1b"`` (PipeDream-Flush; Narayanan et al. 2021): stage s runs min(p - s - 1, m) forwards to fill the
+    pipe, then alternates one forward and one backward, then drains the backwards; at most p - s
+    microbatches' activations are alive at once instead of m.
+
+    A forward of microbatch j on stage s needs its forward on stage s - 1; a backward needs the backward on
+    stage s + 1 (and its own forward); each stage runs its passes one at a time in the order above.
+
+    Raises:
+        ValueError: an unknown kind, stages or microbatches < 1, non-positive pass times.
+    """
+    if kind not in ("gpipe", "1f1b"):
+        raise ValueError(f"unknown pipeline schedule {kind!r}; expected 'gpipe' or '1f1b'")
+    p, m = _count("stages", stages), _count("microbatches", microbatches)
+    tf, tb = _positive("forward", forward), _positive("backward", backward)
+    orders = []
+    for s in range(p):
+        if kind == "gpipe":
+            order = [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
+        else:
+            warm = min(p - s - 1, m)
+            order = [("F", j) for j in range(warm)]
+            f, b = warm, 0
+            while b < m:
+                if f < m:
+                    order.append(("F", f))
+                    f += 1
+                order.append(("B", b))
+                b += 1
+        orders.append(order)
+    done: dict = {}
+    pos, free = [0] * p, [0.0] * p
+    out = []
+    remaining = 2 * p * m
+    while remaining:
+        progressed = False
+        for s in range(p):
+            while pos[s] < len(orders[s]):
+                op, j = orders[s][pos[s]]
+                deps = [(s - 1, "F", j)] if op == "F" and s > 0 else []
+                if op == "B":
+                    deps = [(s, "F", j)] + ([(s + 1, "B", j)] if s < p - 1 else [])
+                if not all(d in done for d in deps):
+                    break
+                start = max([free[s]] + [done[d] for d in deps])
+                end = start + (tf if op == "F" else tb)
+                done[s, op, j] = free[s] = end
+                out.append((s, op, j, start, end))
+                pos[s] += 1
+                remaining -= 1
+                progressed = True
+        assert progressed, "pipeline schedule deadlocked"  # cannot happen for these two orders
+    return sorted(out, key=lambda e: (e[0], e[3]))
+
+
+def in_flight(schedule) -> list[int]:
+    """Per stage, the most microbatches whose forward has run and whose backward has not (activations kept)."""
+    stages = max(e[0] for e in schedule) + 1
+    peak = [0] * stages
+    for s in range(stages):
+        alive = 0
+        for _, op, _, _, _ in (e for e in schedule if e[0] == s):
+            alive += 1 if op == "F" else -1
+            peak[s] = max(peak[s], alive)
+    return peak
+
+
+def column_parallel(x, w, parts: int, matmul=None) -> list[np.ndarray]:
+    """Each of ``parts`` GPUs' output of a column-split layer: GPU i holds columns block i of ``w`` and computes
+    ``x @ w[:, block i]``; concatenating the outputs (an all-gather) gives ``x @ w``."""
+    matmul = matmul or np.matmul
+    cuts = [(i * w.shape[1]) // parts for i in range(_count("parts", parts) + 1)]
+    return [matmul(x, np.ascontiguousarray(w[:, a:b])) for a, b in zip(cuts, cuts[1:])]
+
+
+def row_parallel(x, w, parts: int, matmul=None) -> list[np.ndarray]:
+    """Each GPU's partial output of a row-split layer: GPU i holds rows block i of ``w`` and the matching
+    columns of ``x``, and computes ``x[:, block i] @ w[block i, :]``; summing them (an all-reduce) gives
+    ``x @ w``, up to the order of the additions."""
+    matmul = matmul or np.matmul
+    cuts = [(i * w.shape[0]) // parts for i in range(_count("parts", parts) + 1)]
+    return [matmul(np.ascontiguousarray(x[:, a:b]), np.ascontiguousarray(w[a:b, :])) for a, b in zip(cuts, cuts[1:])]
+
+
+def gpt_shape(params: float, *, width_per_layer: int = 128) -> tuple[int, int]:
+    """(layers, hidden) of a GPT-style transformer with about ``params`` parameters: 12 L h^2 parameters per
+    model (attention 4 h^2, MLP 8 h^2) and h = 128 L, the aspect of GPT-3 175B (96 layers, h = 12288; Brown
+    et al., "Language Models are Few-Shot Learners", NeurIPS 2020). h is rounded to a multiple of 128.
+
+    >>> gpt_shape(175e9)
+    (96, 12288)
+    """
+    h = (_positive("params", params) * width_per_layer / 12) ** (1 / 3)
+    h = max(128, int(round(h / 128)) * 128)
+    return max(1, round(h / width_per_layer)), h
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A TP x PP x DP split of a GPT-style model over ``tp * pp * dp`` GPUs."""
+    params: float
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    microbatches: int = 8
+    tokens_per_step: float = 4 * 2**20  # a global batch of 4 M tokens
+    flops_efficiency: float = 0.4  # fraction of dense BF16 peak reached by the matrix products
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+
+def step_time(layout: Layout, gpu: GPUSpec = H100_SXM, *, nic_Bps: float = IB_NDR_Bps,
+              nvlink_alpha_s: float = 1e-6, nic_alpha_s: float = 5e-6) -> dict:
+    """Memory per GPU and a step-time breakdown (seconds) of ``layout``.
+
+    Model: compute = 6 x params x tokens / (gpus x efficiency x peak) (forward 2, backward 4 FLOPs per
+    parameter and token); the pipeline adds compute x (pp - 1) / m of bubble; tensor parallelism all-reduces
+    each layer's activations (tokens/dp x h x 2 bytes) twice in the forward and twice in the backward pass,
+    over NVLink (a tp group must fit in one 8-GPU node); data parallelism all-reduces the BF16 gradients of
+    one GPU's share of the weights over InfiniBand (one NIC per GPU), once per step and not overlapped with
+    compute. Memory: 16 bytes per parameter over tp x pp GPUs; activations are not counted.
+
+    Raises:
+        ValueError: a layout whose tp exceeds 8 or whose pp exceeds the model's layers.
+    """
+    layers, hidden = gpt_shape(layout.params)
+    tp, pp, dp = _count("tp", layout.tp), _count("pp", layout.pp), _count("dp", layout.dp)
+    m = _count("microbatches", layout.microbatches)
+    if tp > 8:
+        raise ValueError(f"tp must be <= 8 (a tensor-parallel group stays inside one NVSwitch node), got {tp}")
+    if pp > layers:
+        raise ValueError(f"pp must be <= the model's {layers} layers, got {pp}")
+    gpus = tp * pp * dp
+    compute = 6 * layout.params * layout.tokens_per_step / (gpus * layout.flops_efficiency * gpu.dense_bf16_flops)
+    bubble = compute * (pp - 1) / m
+    act_B = layout.tokens_per_step / dp * hidden * 2
+    tp_comm = 4 * math.ceil(layers / pp) * allreduce_time("ring", tp, act_B, alpha=nvlink_alpha_s,
+                                                          beta=1 / gpu.nvlink_Bps) if tp > 1 else 0.0
+    grad_B = 2 * layout.params / (tp * pp)
+    dp_comm = allreduce_time("ring", dp, grad_B, alpha=nic_alpha_s, beta=1 / nic_Bps) if dp > 1 else 0.0
+    memory = training_bytes(layout.params) / (tp * pp)
+    return {"gpus": gpus, "layers": layers, "hidden": hidden, "memory_per_gpu_B": memory,
+            "fits": memory <= gpu.memory_B, "compute_s": compute, "bubble_s": bubble, "tp_comm_s": tp_comm,
+            "dp_comm_s": dp_comm, "step_s": compute + bubble + tp_comm + dp_comm,
+            "bubble_fraction": bubble_fraction(pp, m)}
+
+
+def data_parallel_scaling(gpus, *, compute_1gpu_s: float, gradient_B: float, gpus_per_node: int = 8,
+                          nvlink_Bps: float = NVLINK4_H100_Bps, nic_Bps: float = IB_NDR_Bps,
+                          alpha_s: float = 5e-6) -> tuple[np.ndarray, np.ndarray]:
+    """(compute_s, communication_s) per step of data parallelism with a fixed global batch: compute halves when
+    the GPUs double, the ring all-reduce of the gradients does not (its bytes per GPU tend to 2 x gradient_B).
+    The ring's link is NVLink inside one node and the NIC beyond."""
+    g = np.asarray(gpus)
+    if g.size and np.min(g) < 1:
+        raise ValueError(f"gpus must be >= 1, got {g.tolist()}")
+    compute = _positive("compute_1gpu_s", compute_1gpu_s) / g
+    comm = np.where(g <= gpus_per_node,
+                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nvlink_Bps),
+                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nic_Bps))
+    return compute, comm
+
+
+def layout_view(params_B: float = 175.0, tp: int = 8, pp: int = 8, dp: int = 16, microbatches: int = 16):
+    """Widget view: a model of ``params_B`` billion parameters on tp x pp x dp H100s; memory per GPU against
+    80 GB, the step time split into compute, bubble and communication, and the bubble fraction."""
+    import matplotlib.pyplot as plt
+
+    lay = Layout(params_B * 1e9, int(tp), int(pp), int(dp), int(microbatches))
+    try:
+        r = step_time(lay)
+    except ValueError as err:
+        return f"not a valid layout: {err}"
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [1, 2.4]})
+    ax1.bar(["memory per GPU"], [r["memory_per_gpu_B"] / 1e9], color="tab:red" if not r["fits"] else "tab:green")
+    ax1.axhline(H100_SXM.memory_B / 1e9, color="k", ls="--", lw=1)
+    ax1.text(0, H100_SXM.memory_B / 1e9, " 80 GB", va="bottom", ha="center", fontsize=8)
+    ax1.set_ylabel("GB (weights, grads, Adam)")
+    parts = [("compute", r["compute_s"], "tab:blue"), ("bubble", r["bubble_s"], "tab:gray"),
+             ("TP all-reduce", r["tp_comm_s"], "tab:orange"), ("DP all-reduce", r["dp_comm_s"], "tab:purple")]
+    left = 0.0
+    for label, value, color in parts:
+        ax2.barh([0], [value], left=left, color=color, label=f"{label} {value:.3g} s")
+        left += value
+    ax2.set_yticks([])
+    ax2.set_xlabel("seconds per step (4 M tokens)")
+    ax2.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    fits = "fits" if r["fits"] else "does NOT fit"
+    fig.suptitle(f"{params_B:g} B params ({r['layers']} layers, h = {r['hidden']}) on {r['gpus']} GPUs = "
+                 f"TP {tp} x PP {pp} x DP {dp}: {r['memory_per_gpu_B'] / 1e9:.1f} GB/GPU ({fits}), step "
+                 f"{r['step_s']:.3g} s, bubble {100 * r['bubble_fraction']:.1f} %", fontsize=10)
+    fig.tight_layout()
+    return fig
