@@ -85,3 +85,14 @@ def test_seed_003_is_seed_000_shifted_by_one_row():
     # and its parameter counts are far above the papers' counts whichever row they belong to
     assert 300 / D.PAPER_PARAMS_M["ResNet-152"][1] > 4.9
     assert 300 / D.PAPER_PARAMS_M["Deep Speech 2"][1] == 3
+
+
+def test_when_one_server_stops_being_enough():
+    assert D.server_budget_pf_days(2016) == D.two_week_budget_pf_days("P100 SXM2")
+    assert D.server_budget_pf_days(2019, days=28) == pytest.approx(2 * D.two_week_budget_pf_days("V100 SXM2"))
+    first = D.first_beyond_one_server(14)
+    assert (first.model, first.year, first.seed) == ("Deep Speech 2", 2016, "003")  # 1.16 > 0.95 PF-days
+    month = D.first_beyond_one_server(30)
+    assert (month.model, month.year) == ("GPT-4", 2023)
+    with pytest.raises(ValueError, match="year=2011: expected 2012 or later"):
+        D.server_budget_pf_days(2011)

@@ -19,13 +19,17 @@ import math
 from dataclasses import dataclass
 
 from scaledl.perf import hardware
+from scaledl.perf._checks import positive
 from scaledl.perf.training import PETAFLOP_DAY_FLOP, SECONDS_PER_DAY, TWO_WEEKS_S, trainable_flops
 
 __all__ = ["EXAFLOP", "Landmark", "SEED_000", "SEED_003", "SEED_002", "LANDMARKS", "exaflop_to_pf_days",
            "pf_days_to_flop", "flop_to_pf_days", "growth_per_year", "doubling_time_months", "CpuServer",
            "DUAL_XEON_E5_2699V4", "DUAL_XEON_E5_2690", "implied_rate_FLOPS", "training_flop", "two_week_budget_pf_days",
            "TWO_WEEK_SERVERS", "demand_figure", "GPT4_EPOCH_AI", "ESTIMATES", "PAPER_PARAMS_M",
-           "seed_003_shifted_rows"]
+           "seed_003_shifted_rows", "SOURCE_LABELS", "server_budget_pf_days", "first_beyond_one_server"]
+
+# Short labels for the source documents in printed tables (book.toml keeps the file prefixes).
+SOURCE_LABELS = {"000": "Dally 2018", "003": "NVIDIA 2018", "002": "Dally 2023", "Epoch AI": "Epoch AI"}
 
 EXAFLOP = 1e18
 SECONDS_PER_YEAR = 365.25 * SECONDS_PER_DAY
@@ -195,6 +199,24 @@ def two_week_budget_pf_days(device: str, count: int = 8, utilization: float = 0.
     """PF-days that ``count`` devices finish in two weeks at ``utilization`` of their best training precision."""
     dev = hardware.get(device)
     return flop_to_pf_days(trainable_flops(TWO_WEEKS_S, dev, count, utilization, dev.best_training_precision))
+
+
+def server_budget_pf_days(year: int, days: float = 14, count: int = 8, utilization: float = 0.4) -> float:
+    """PF-days that one server of the newest training GPU of ``year`` (TWO_WEEK_SERVERS) does in ``days``."""
+    days = positive("days", days)
+    available = [d for y, d in TWO_WEEK_SERVERS if y <= year]
+    if not available:
+        raise ValueError(f"year={year!r}: expected {TWO_WEEK_SERVERS[0][0]} or later")
+    return two_week_budget_pf_days(available[-1], count, utilization) * days / 14
+
+
+def first_beyond_one_server(days: float = 14, count: int = 8, utilization: float = 0.4,
+                            landmarks=LANDMARKS + ESTIMATES) -> Landmark | None:
+    """The earliest landmark whose work one server of its year cannot finish in ``days`` (None: all fit)."""
+    for m in sorted(landmarks, key=lambda m: (m.year, -m.flop)):
+        if m.pf_days > server_budget_pf_days(m.year, days, count, utilization):
+            return m
+    return None
 
 
 def demand_figure(count: int = 8, utilization: float = 0.4):
