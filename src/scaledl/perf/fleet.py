@@ -1,4 +1,5 @@
-"""The automotive fleet example of NVIDIA's 2018 slides (seed 003): from cars on the road to years of training on one GPU.
+"""The automotive fleet example of NVIDIA's 2018 slides (seed 003): from cars on the road to years of
+training on one GPU.
 
 A fleet records sensor data; a small fraction of it is kept as a training set; training time grows in
 proportion to the data. The slides give two scenarios and two tables (one Pascal GPU; one and ten DGX-1V).
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 
 __all__ = ["FleetScenario", "VERY_CONSERVATIVE", "CONSERVATIVE", "SCENARIOS", "Printed", "PRINTED",
            "FleetRow", "recompute", "implied_speedup", "TB_per_gpu_day", "display_interval",
-           "consistent_base_years", "cell_intervals", "cells_to_blame", "speedup_range", "bytes_per_book", "DGX1V_SPEEDUP", "NODES", "DAYS_PER_YEAR"]
+           "consistent_base_years", "cell_intervals", "cells_to_blame", "speedup_range", "bytes_per_book",
+           "DGX1V_SPEEDUP", "NODES", "DAYS_PER_YEAR"]
 
 
 @dataclass(frozen=True)
