@@ -88,3 +88,35 @@ def test_requirements_view_draws_and_reports_unreachable_targets():
     assert "compute x" in fig.axes[0].get_title()
     fig = requirements_view(0.005, 0.75, law=law, n_now=1000)
     assert "not above the irreducible error" in fig.axes[0].get_title()
+
+
+def test_holdout_scores_prefer_the_window_past_a_shoulder():
+    from scaledl.nn.scaling import holdout_scores
+
+    rng = np.random.default_rng(1)
+    sizes = np.geomspace(16, 2**15, 12)
+    law = 2.0 * sizes ** -0.4 + 0.1
+    shoulder = np.where(sizes < 300, 0.55, law)  # flat region the power law does not describe
+    errs = shoulder * np.exp(rng.normal(0, 0.01, (2, sizes.size)))
+    scores = holdout_scores(sizes, errs, [16, 64, 512])
+    assert [s for s, _, _ in scores] == [16, 64, 512]
+    best = min(scores, key=lambda t: t[2])
+    assert best[0] == 512 and abs(best[1].c - 0.1) < 0.02
+    with pytest.raises(ValueError, match="start=4000 leaves 2 sizes to fit before the held-out ones"):
+        holdout_scores(sizes, errs, [4000])
+    with pytest.raises(ValueError, match=r"holdout=0: expected an integer in \[1, 11\]"):
+        holdout_scores(sizes, errs, [16], holdout=0)
+    with pytest.raises(ValueError, match=r"errs has shape \(2, 11\): expected \(seeds, 12\)"):
+        holdout_scores(sizes, errs[:, 1:], [16])
+
+
+def test_train_error_takes_a_model_factory():
+    data = teacher_student(64, 64, n_features=4, n_classes=3, teacher_hidden=8, noise=0.0, seed=0)
+    from scaledl.nn import mlp
+
+    same = train_error(data, 64, hidden=(8,), seed=0, recipe=Recipe(min_steps=20, max_steps=20))
+    via = train_error(data, 64, seed=0, recipe=Recipe(min_steps=20, max_steps=20),
+                      make_model=lambda s: mlp([4, 8, 3], seed=s))
+    assert via == same  # the factory gets the run's seed, so the two runs are the same run
+    with pytest.raises(TypeError, match="make_model: expected a callable taking a seed, got 3"):
+        train_error(data, 64, make_model=3)

@@ -63,6 +63,36 @@ def test_two_week_budget_and_figure():
     fig = D.demand_figure()
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and "petaflop/s-days" in ax.get_ylabel()
-    assert len(ax.collections) == 3  # one scatter per seed
+    assert len(ax.collections) == 4  # one scatter per source document, one for the outside estimate
     matplotlib.pyplot.close(fig)
     assert math.isclose(D.Landmark("x", 2020, 8.64e19, "000").pf_days, 1.0)
+
+
+def test_gpt4_estimate_against_the_lecture():
+    # Epoch AI's 2.1e25 FLOP is 2.4e5 PF-days, about a quarter of the lecture's 1e6
+    assert D.GPT4_EPOCH_AI.pf_days == pytest.approx(2.1e25 / 8.64e19, rel=4 * EPS)
+    assert round(D.GPT4_EPOCH_AI.pf_days, -4) == 240_000
+    gpt4_002 = next(m for m in D.SEED_002 if m.model == "GPT-4")
+    assert gpt4_002.flop / D.GPT4_EPOCH_AI.flop == pytest.approx(4.11, abs=0.01)
+    # with the bottom-up AlexNet count the growth is ~4e7, not 1e8
+    alexnet = D.training_flop(2 * D.ALEXNET_FORWARD_MACS, D.IMAGENET_TRAIN_IMAGES, D.ALEXNET_EPOCHS)
+    assert D.GPT4_EPOCH_AI.flop / alexnet == pytest.approx(4.2e7, rel=0.01)
+
+
+def test_seed_003_is_seed_000_shifted_by_one_row():
+    shifted = D.seed_003_shifted_rows()
+    assert shifted == [("ResNet", 20e18, "Deep Speech 2"), ("Deep Speech 2", 100e18, "GNMT")]
+    # and its parameter counts are far above the papers' counts whichever row they belong to
+    assert 300 / D.PAPER_PARAMS_M["ResNet-152"][1] > 4.9
+    assert 300 / D.PAPER_PARAMS_M["Deep Speech 2"][1] == 3
+
+
+def test_when_one_server_stops_being_enough():
+    assert D.server_budget_pf_days(2016) == D.two_week_budget_pf_days("P100 SXM2")
+    assert D.server_budget_pf_days(2019, days=28) == pytest.approx(2 * D.two_week_budget_pf_days("V100 SXM2"))
+    first = D.first_beyond_one_server(14)
+    assert (first.model, first.year, first.seed) == ("Deep Speech 2", 2016, "003")  # 1.16 > 0.95 PF-days
+    month = D.first_beyond_one_server(30)
+    assert (month.model, month.year) == ("GPT-4", 2023)
+    with pytest.raises(ValueError, match="year=2011: expected 2012 or later"):
+        D.server_budget_pf_days(2011)

@@ -75,3 +75,17 @@ def test_books_and_errors():
         F.recompute("AlexNet", -1, F.CONSERVATIVE)
     with pytest.raises(ValueError, match="scenario='typical' is not one of"):
         F._scenario("typical")
+
+
+def test_cells_to_blame():
+    # with 365.25-day years truncation no longer reproduces InceptionV3: either of two cells is to blame
+    blamed = F.cells_to_blame("InceptionV3", "truncate", days_per_year=365.25)
+    assert [(c.scenario, c.system, c.value) for (c,) in blamed] == [
+        ("very conservative", "1 Pascal GPU", 9.1), ("conservative", "1 DGX-1V", 778)]
+    # rounding to nearest with 365-day years: no single cell, but the two "10 DGX-1V" cells together
+    assert F.cells_to_blame("InceptionV3", "round") == []
+    pairs = F.cells_to_blame("InceptionV3", "round", k=2)
+    assert [tuple(c.value for c in t) for t in pairs] == [(16, 77)]
+    assert F.cells_to_blame("AlexNet", "truncate") == []  # consistent: nothing to blame
+    with pytest.raises(ValueError, match="k=0: expected a positive number of cells"):
+        F.cells_to_blame("AlexNet", "round", k=0)

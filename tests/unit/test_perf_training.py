@@ -69,6 +69,10 @@ def test_format_duration():
     assert T.format_duration(12.5 * 86400) == "12.5 days"
     assert T.format_duration(400 * 86400) == "400 days"  # under two years stays in days
     assert T.format_duration(3 * 365.25 * 86400) == "3 years"
+    assert T.format_duration(86400) == "1 day"  # singular when the printed number is exactly 1
+    assert T.format_duration(1.004 * 86400) == "1 day"  # prints as 1 (3 significant digits)
+    assert T.format_duration(1.5 * 86400) == "1.5 days"
+    assert T.format_duration(3600) == "1 h" and T.format_duration(60) == "1 min"
     with pytest.raises(ValueError, match="time_s must be a positive duration"):
         T.format_duration(0)
 
@@ -78,7 +82,8 @@ def test_view_highlights_the_chosen_device_and_states_the_time():
     ax = fig.axes[0]
     title = ax.get_title()
     # 8.64e19 / (8 x 312e12 x 0.4) s = 1000 / 998.4 days = 1.0016 days
-    assert title.startswith("8.64e+19 FLOP = 1 PF-days on 8 x A100 SXM4 80GB (bf16) at 40%: 1 days"), title
+    # one of each is singular: "1 PF-day ... 1 day", not "1 PF-days ... 1 days"
+    assert title.startswith("8.64e+19 FLOP = 1 PF-day on 8 x A100 SXM4 80GB (bf16) at 40%: 1 day"), title
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert len(labels) == len(hw.devices())  # every device has a best training precision
     reds = [p for p in ax.patches if p.get_facecolor()[:3] == matplotlib.colors.to_rgb("tab:red")]

@@ -35,7 +35,7 @@ HESTNESS_2017_EXPONENTS = {
     "speech recognition": -0.30,
     "image classification (top-1)": -0.31,
 }
-# Dally, ScaledML 2018 (seed 000): 256x more data calls for a 64x larger model.
+# Dally, "Scaling ML with NVIDIA GPUs", ScaledML 2018 (seed 000): 256x more data calls for a 64x larger model.
 DALLY_2018_DATA_FACTOR = 256
 DALLY_2018_MODEL_FACTOR = 64
 
@@ -64,12 +64,21 @@ class Recipe:
 
 
 def train_error(data: Dataset, n: int, *, hidden: tuple[int, ...] = (64, 64), seed: int = 0,
-                recipe: Recipe = Recipe()) -> float:
-    """Test error of an MLP trained by ``recipe`` on the first ``n`` training samples of ``data``."""
+                recipe: Recipe = Recipe(), make_model=None) -> float:
+    """Test error of a model trained by ``recipe`` on the first ``n`` training samples of ``data``.
+
+    The model is an MLP with ``hidden`` layers, or ``make_model(seed)`` when given (e.g.
+    ``lambda s: nn.small_cnn(seed=s)`` on ``data.as_images()``).
+    """
     if not isinstance(n, (int, np.integer)) or not (1 <= n <= data.n_train):
         raise ValueError(f"n: expected an integer in [1, {data.n_train}], got {n!r}")
+    if make_model is not None and not callable(make_model):
+        raise TypeError(f"make_model: expected a callable taking a seed, got {make_model!r}")
     subset = replace(data, x_train=data.x_train[:n], y_train=data.y_train[:n])
-    model = mlp([data.x_train.shape[1], *hidden, data.n_classes], seed=seed)
+    if make_model is None:
+        model = mlp([data.x_train.shape[1], *hidden, data.n_classes], seed=seed)
+    else:
+        model = make_model(seed)
     batch, steps = recipe.batch_and_steps(int(n))
     opt = SGD(lr=recipe.lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay, schedule=cosine(steps))
     hist = train(model, subset, steps=steps, batch_size=batch, optimizer=opt, seed=seed, eval_every=10**9)
@@ -151,6 +160,42 @@ def fit_power_law(m, err, *, irreducible: bool = True) -> PowerLaw:
     sd = np.sqrt(np.maximum(np.diag(cov), 0))
     a = math.exp(p[0])
     return PowerLaw(a, float(p[1]), float(p[2]), a * float(sd[0]), float(sd[1]), float(sd[2]))
+
+
+def holdout_scores(sizes, errs, starts, *, holdout: int = 2) -> list[tuple[int, PowerLaw, float]]:
+    """Score candidate fit windows by how well each predicts the largest sizes it did not see.
+
+    For each ``start``, fit ``a m^b + c`` to the sizes from ``start`` up to all but the ``holdout`` largest,
+    then measure the rms error in log(err) of its prediction at the held-out sizes. Choosing the window
+    with the smallest score is a rule fixed in advance that needs no knowledge of the true floor; it spends
+    the largest sizes on checking instead of fitting.
+
+    Args:
+        sizes: training-set sizes, increasing, shape (n,).
+        errs: test errors, shape (seeds, n).
+        starts: candidate first sizes (each must leave at least 4 sizes to fit).
+        holdout: how many of the largest sizes to hold out, >= 1.
+
+    Returns:
+        [(start, law fitted on its window, held-out rms of log error)], in the order of ``starts``.
+    """
+    sizes = np.asarray(sizes, float)
+    errs = np.atleast_2d(np.asarray(errs, float))
+    if errs.shape[1] != sizes.size:
+        raise ValueError(f"errs has shape {errs.shape}: expected (seeds, {sizes.size}) to match sizes")
+    if not isinstance(holdout, (int, np.integer)) or not (1 <= holdout < sizes.size):
+        raise ValueError(f"holdout={holdout!r}: expected an integer in [1, {sizes.size - 1}]")
+    fit_until, test = sizes[-holdout - 1], sizes[-holdout:]
+    out = []
+    for start in starts:
+        use = (sizes >= start) & (sizes <= fit_until)
+        if use.sum() < 4:
+            raise ValueError(f"start={start!r} leaves {int(use.sum())} sizes to fit before the held-out ones: "
+                             f"expected at least 4")
+        law = fit_power_law(np.tile(sizes[use], errs.shape[0]), errs[:, use].ravel())
+        resid = ops.log(np.asarray(law.predict(test), float)) - ops.log(errs[:, -holdout:].mean(0))
+        out.append((start, law, float(np.sqrt(np.mean(resid ** 2)))))
+    return out
 
 
 def round_sig(x: float, digits: int = 2) -> float:

@@ -7,6 +7,7 @@
 ``demand``         compute demand of landmark models (petaflop-days), unit conversions, growth rates
 ``fleet``          the automotive fleet example: data collected -> dataset -> years of training
 ``huang``          Huang's law: ~1000x single-GPU inference in ten years, decomposed into its causes
+``progress``       gains from outside the chip: algorithmic efficiency, software (MLPerf), data scale
 ``energy``         energy per operation and instruction overhead
 ``sparse_traffic`` CSR vs dense vs 2:4: bytes per non-zero, the density crossovers in bytes and in
                    roofline time, the 2:4 speedup when compute or memory bound

@@ -3,9 +3,11 @@
 Training compute is a *quantity of work*, in FLOP (an "exaFLOP" in the seeds means 1e18 operations, not a
 rate). The usual unit for large runs is the petaflop/s-day: 1e15 FLOP/s sustained for 86 400 s, 8.64e19 FLOP.
 
-The seeds disagree with each other: the 2018 talk (seed 000) gives ResNet 7 EF and Deep Speech 2 20 EF, the
-2018 slides (seed 003) ResNet 20 EF and Deep Speech 2 100 EF, and the 2023 lecture (seed 002) ResNet ~1
-PF-day = 86 EF. They are kept apart here, each tagged with its seed, so the chapter can show the spread.
+The source documents disagree with each other: Dally's 2018 talk (seed 000) gives ResNet 7 EF and Deep
+Speech 2 20 EF, NVIDIA's 2018 slides (seed 003) ResNet 20 EF and Deep Speech 2 100 EF, and Dally's 2023
+lecture (seed 002) ResNet ~1 PF-day = 86 EF. They are kept apart here, each tagged with its source, so the
+chapter can show the spread; :func:`seed_003_shifted_rows` shows where the slides' figures most likely
+came from, and :data:`GPT4_EPOCH_AI` holds an outside estimate to set against the lecture's GPT-4.
 
 >>> round(exaflop_to_pf_days(100), 3)  # GNMT's 100 EF
 1.157
@@ -17,12 +19,17 @@ import math
 from dataclasses import dataclass
 
 from scaledl.perf import hardware
+from scaledl.perf._checks import positive
 from scaledl.perf.training import PETAFLOP_DAY_FLOP, SECONDS_PER_DAY, TWO_WEEKS_S, trainable_flops
 
 __all__ = ["EXAFLOP", "Landmark", "SEED_000", "SEED_003", "SEED_002", "LANDMARKS", "exaflop_to_pf_days",
            "pf_days_to_flop", "flop_to_pf_days", "growth_per_year", "doubling_time_months", "CpuServer",
            "DUAL_XEON_E5_2699V4", "DUAL_XEON_E5_2690", "implied_rate_FLOPS", "training_flop", "two_week_budget_pf_days",
-           "TWO_WEEK_SERVERS", "demand_figure"]
+           "TWO_WEEK_SERVERS", "demand_figure", "GPT4_EPOCH_AI", "ESTIMATES", "PAPER_PARAMS_M",
+           "seed_003_shifted_rows", "SOURCE_LABELS", "server_budget_pf_days", "first_beyond_one_server"]
+
+# Short labels for the source documents in printed tables (book.toml keeps the file prefixes).
+SOURCE_LABELS = {"000": "Dally 2018", "003": "NVIDIA 2018", "002": "Dally 2023", "Epoch AI": "Epoch AI"}
 
 EXAFLOP = 1e18
 SECONDS_PER_YEAR = 365.25 * SECONDS_PER_DAY
@@ -53,8 +60,9 @@ SEED_000 = (
     Landmark("GNMT", 2017, 100 * EXAFLOP, "000"),
 )
 # Seed 003 ("Deep learning is an HPC workload", NVIDIA 2018): the same three models, larger figures, and
-# parameter counts as printed ("300 Million" for ResNet is far above the published ResNet-50 25.6 M or
-# ResNet-152 60.2 M of He et al. 2016).
+# parameter counts as printed. Its two FLOP figures are seed 000's figures for the *next* model down (see
+# seed_003_shifted_rows), so its parameter counts are most likely shifted by the same row; either way they
+# are far from the papers' counts (PAPER_PARAMS_M).
 SEED_003 = (
     Landmark("ResNet", 2015, 20 * EXAFLOP, "003", params_M=300),
     Landmark("Deep Speech 2", 2016, 100 * EXAFLOP, "003", params_M=8700),
@@ -68,6 +76,38 @@ SEED_002 = (
     Landmark("GPT-4", 2023, 1e6 * PETAFLOP_DAY_FLOP, "002", note="estimated; not published by OpenAI"),
 )
 LANDMARKS = SEED_000 + SEED_003 + SEED_002
+
+# An outside estimate for the lecture's GPT-4 point: Epoch AI, "Data on Notable AI Models" (database, 2024),
+# GPT-4 training compute ~2.1e25 FLOP (an estimate from reported hardware and duration; OpenAI has
+# published no figure). 2.1e25 / 8.64e19 = 2.4e5 PF-days, a quarter of the lecture's ~1e6.
+GPT4_EPOCH_AI = Landmark("GPT-4", 2023, 2.1e25, "Epoch AI", note="estimate (Epoch AI database, 2024)")
+ESTIMATES = (GPT4_EPOCH_AI,)
+
+# Parameter counts in the papers themselves (millions), to set against seed 003's "300" and "8700":
+# He et al., "Deep Residual Learning for Image Recognition" (CVPR 2016; counts as commonly quoted from the
+# reference implementations): ResNet-50 25.6 M, ResNet-152 60.2 M. Amodei et al., "Deep Speech 2" (ICML
+# 2016): its networks have tens of millions of parameters, about 35 M in the comparison tables and up to
+# about 100 M for the largest (approximate).
+PAPER_PARAMS_M = {
+    "ResNet-50": (25.6, 25.6),
+    "ResNet-152": (60.2, 60.2),
+    "Deep Speech 2": (35.0, 100.0),  # approximate range
+}
+
+
+def seed_003_shifted_rows() -> list[tuple[str, float, str]]:
+    """Seed 003's FLOP figures that equal seed 000's figure for a *different* model.
+
+    Returns (model in seed 003, its figure in FLOP, the model seed 000 gives that figure to), for each
+    seed 003 model whose figure differs from seed 000's own figure for it. The slides' ResNet line carries
+    the talk's Deep Speech 2 figure and their Deep Speech 2 line the talk's GNMT figure: a one-row shift.
+    """
+    talk = {m.model: m.flop for m in SEED_000}
+    out = []
+    for m in SEED_003:
+        if m.flop != talk[m.model]:
+            out += [(m.model, m.flop, other) for other, f in talk.items() if other != m.model and f == m.flop]
+    return out
 
 
 def exaflop_to_pf_days(exaflop: float) -> float:
@@ -161,13 +201,32 @@ def two_week_budget_pf_days(device: str, count: int = 8, utilization: float = 0.
     return flop_to_pf_days(trainable_flops(TWO_WEEKS_S, dev, count, utilization, dev.best_training_precision))
 
 
+def server_budget_pf_days(year: int, days: float = 14, count: int = 8, utilization: float = 0.4) -> float:
+    """PF-days that one server of the newest training GPU of ``year`` (TWO_WEEK_SERVERS) does in ``days``."""
+    days = positive("days", days)
+    available = [d for y, d in TWO_WEEK_SERVERS if y <= year]
+    if not available:
+        raise ValueError(f"year={year!r}: expected {TWO_WEEK_SERVERS[0][0]} or later")
+    return two_week_budget_pf_days(available[-1], count, utilization) * days / 14
+
+
+def first_beyond_one_server(days: float = 14, count: int = 8, utilization: float = 0.4,
+                            landmarks=LANDMARKS + ESTIMATES) -> Landmark | None:
+    """The earliest landmark whose work one server of its year cannot finish in ``days`` (None: all fit)."""
+    for m in sorted(landmarks, key=lambda m: (m.year, -m.flop)):
+        if m.pf_days > server_budget_pf_days(m.year, days, count, utilization):
+            return m
+    return None
+
+
 def demand_figure(count: int = 8, utilization: float = 0.4):
     """Landmark models' training compute (PF-days, log) against year, with what a server does in two weeks."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    styles = {"000": ("o", "tab:orange", "seed 000 (2018 talk)"), "003": ("s", "tab:green", "seed 003 (2018 slides)"),
-              "002": ("D", "tab:blue", "seed 002 (2023 lecture)")}
+    styles = {"000": ("o", "tab:orange", "Dally, ScaledML talk (2018)"),
+              "003": ("s", "tab:green", "NVIDIA, HPC-workload slides (2018)"),
+              "002": ("D", "tab:blue", "Dally, Trends lecture (2023)")}
     # the seeds share years and sometimes values: shift each seed's markers sideways so none hides another
     shift = {"000": -0.15, "003": 0.15, "002": 0.0}
     for seed, (marker, color, label) in styles.items():
@@ -186,6 +245,9 @@ def demand_figure(count: int = 8, utilization: float = 0.4):
             else:
                 ax.annotate(short, (x, m.pf_days), xytext=(-6, 3), textcoords="offset points", fontsize=8,
                             ha="right", va="bottom", color=color)
+    for m in ESTIMATES:
+        ax.scatter([m.year + 0.15], [m.pf_days], marker="*", s=110, facecolors="none", edgecolors="tab:red",
+                   label=f"{m.model}, {m.note}", zorder=3)
     years = [y for y, _ in TWO_WEEK_SERVERS]
     budget = [two_week_budget_pf_days(d, count, utilization) for _, d in TWO_WEEK_SERVERS]
     ax.step(years + [2024], budget + budget[-1:], where="post", color="gray", lw=1.5,
@@ -194,7 +256,7 @@ def demand_figure(count: int = 8, utilization: float = 0.4):
     ax.set_ylim(top=1e8)
     ax.set_xlabel("year (DS2 = Deep Speech 2)")
     ax.set_ylabel("training compute (petaflop/s-days, log scale)")
-    ax.set_title("Training compute of landmark models, as the seeds give it")
+    ax.set_title("Training compute of landmark models, as the source documents give it")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()

@@ -1,4 +1,5 @@
-"""The automotive fleet example of seed 003: from cars on the road to years of training on one GPU.
+"""The automotive fleet example of NVIDIA's 2018 slides (seed 003): from cars on the road to years of
+training on one GPU.
 
 A fleet records sensor data; a small fraction of it is kept as a training set; training time grows in
 proportion to the data. The slides give two scenarios and two tables (one Pascal GPU; one and ten DGX-1V).
@@ -11,12 +12,14 @@ printed number, under rounding to nearest and under truncation.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 __all__ = ["FleetScenario", "VERY_CONSERVATIVE", "CONSERVATIVE", "SCENARIOS", "Printed", "PRINTED",
            "FleetRow", "recompute", "implied_speedup", "TB_per_gpu_day", "display_interval",
-           "consistent_base_years", "speedup_range", "bytes_per_book", "DGX1V_SPEEDUP", "NODES", "DAYS_PER_YEAR"]
+           "consistent_base_years", "cell_intervals", "cells_to_blame", "speedup_range", "bytes_per_book",
+           "DGX1V_SPEEDUP", "NODES", "DAYS_PER_YEAR"]
 
 
 @dataclass(frozen=True)
@@ -146,18 +149,47 @@ def consistent_base_years(network: str, mode: str, *, speedup: float = DGX1V_SPE
     node count); the cell confines base_years to display_interval / factor; the answer is the intersection,
     or None when the cells contradict each other under these assumptions.
     """
+    return _intersect([iv for _, iv in cell_intervals(network, mode, speedup=speedup, nodes=nodes,
+                                                       days_per_year=days_per_year)])
+
+
+def _intersect(intervals) -> tuple[float, float] | None:
+    lo, hi = 0.0, math.inf
+    for a, b in intervals:
+        lo, hi = max(lo, a), min(hi, b)
+    return (lo, hi) if lo < hi else None
+
+
+def cell_intervals(network: str, mode: str, *, speedup: float = DGX1V_SPEEDUP, nodes: int = NODES,
+                   days_per_year: float = DAYS_PER_YEAR) -> list[tuple[Printed, tuple[float, float]]]:
+    """Each printed cell of ``network`` with the interval of base years (104 TB, one Pascal GPU) it allows."""
     cells = [p for p in PRINTED if p.network == network]
     if not cells:
         raise ValueError(f"network={network!r} is not in the table; it has InceptionV3 and AlexNet")
-    lo, hi = 0.0, math.inf
+    out = []
     for p in cells:
         row = recompute(network, 1.0, _scenario(p.scenario), speedup=speedup, nodes=nodes,
                         days_per_year=days_per_year)
         factor = {"1 Pascal GPU": row.pascal_gpu_years, "1 DGX-1V": row.dgx1v_days,
                   "10 DGX-1V": row.dgx1v_x_nodes_days}[p.system]
         a, b = display_interval(p.value, p.decimals, mode)
-        lo, hi = max(lo, a / factor), min(hi, b / factor)
-    return (lo, hi) if lo < hi else None
+        out.append((p, (a / factor, b / factor)))
+    return out
+
+
+def cells_to_blame(network: str, mode: str, k: int = 1, **kw) -> list[tuple[Printed, ...]]:
+    """The sets of ``k`` printed cells of ``network`` whose removal makes the remaining cells consistent.
+
+    Empty when every cell already agrees, or when no set of ``k`` cells can be blamed. Keyword arguments
+    are those of :func:`cell_intervals`.
+    """
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k={k!r}: expected a positive number of cells")
+    cells = cell_intervals(network, mode, **kw)
+    if _intersect([iv for _, iv in cells]) is not None:
+        return []
+    return [tuple(cells[i][0] for i in drop) for drop in itertools.combinations(range(len(cells)), k)
+            if _intersect([iv for j, (_, iv) in enumerate(cells) if j not in drop]) is not None]
 
 
 def speedup_range(mode: str = "truncate", lo: float = 15.0, hi: float = 25.0, steps: int = 10_001,

@@ -18,12 +18,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["PRECISIONS", "TRAINING_PRECISIONS", "Device", "get", "devices", "names"]
+__all__ = ["PRECISIONS", "TRAINING_PRECISIONS", "Device", "get", "devices", "names", "HBM_SITES_GH100",
+           "HBM3_STACK_GB", "GH200_H100_MEMORY_GB"]
 
 # Precisions from widest to narrowest; int8 is an integer rate (TOPS), the rest floating point (TFLOP/s).
 PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 # What a training run would use, best first (fp8 training needs extra care, so it is not a default here).
 TRAINING_PRECISIONS = ("bf16", "fp16", "tf32", "fp32")
+
+# Memory configurations of the H100 (GH100) outside the device table. The package has six HBM3 sites of
+# 16 GB each; the H100 SXM enables five (80 GB). All six ship on the H100 of the GH200 Grace Hopper
+# Superchip: "96GB HBM3" (NVIDIA GH200 Grace Hopper Superchip datasheet, 2023; a later version carries
+# 144 GB of HBM3e), and the H100 NVL card lists 94 GB (its datasheet column, in the table below).
+HBM_SITES_GH100 = 6
+HBM3_STACK_GB = 16
+GH200_H100_MEMORY_GB = 96
 
 
 @dataclass(frozen=True)
@@ -221,8 +230,9 @@ _DEVICES = (
            citation="NVIDIA H100 tensor core GPU datasheet (2022/2023), H100 SXM column",
            note="The datasheet prints sparse tensor rates (tf32 989, fp16/bf16 1979, fp8/int8 3958); dense "
                 "is half (the whitepaper gives 494.7/989.4/1978.9 at 1830 MHz). fp64 is the tensor-core "
-                "rate (34 on CUDA cores). The die carries six HBM3 sites (6 x 16 GB = 96 GB); five are "
-                "enabled on the SXM part, hence 80 GB.",
+                "rate (34 on CUDA cores). The package carries six HBM3 sites (6 x 16 GB = 96 GB); five are "
+                "enabled on the SXM part, hence 80 GB. All six ship on the GH200's H100 (96 GB, see "
+                "GH200_H100_MEMORY_GB) and, as 94 GB, on the H100 NVL.",
            aliases=("H100", "H100 SXM5")),
     Device("H100 PCIe", "Hopper", "GH100", 2022, "TSMC 4N (5 nm class)", 5,
            fp64_TFLOPS=51.0, fp32_TFLOPS=51.0, tf32_TFLOPS=378.0, fp16_TFLOPS=756.5, bf16_TFLOPS=756.5,

@@ -78,9 +78,9 @@ def decomposition(total: float = SEED_TOTAL) -> tuple[Factor, ...]:
     """Seed 002's causes with numbers; complex instructions get what the others leave (the residual)."""
     _, multiply = number_format_gain(32, 8)
     stated = (
-        Factor("number format (fp32 -> int8 multiplies)", multiply, "(32/8)^2, seed 002"),
-        Factor(f"process ({PROCESS_NODES} nodes, 28 -> 5 nm)", PROCESS_GAIN_SEED_002, "seed 002"),
-        Factor("2:4 sparsity", SPARSITY_GAIN, "seed 002"),
+        Factor("number format (fp32 -> int8 multiplies)", multiply, "(32/8)^2, Dally 2023"),
+        Factor(f"process ({PROCESS_NODES} nodes, 28 -> 5 nm)", PROCESS_GAIN_SEED_002, "Dally 2023"),
+        Factor("2:4 sparsity", SPARSITY_GAIN, "Dally 2023"),
     )
     rest = total / math.prod(f.gain for f in stated)
     return stated[:1] + (Factor("complex instructions (residual)", rest, "total / the others"),) + stated[1:]

@@ -117,8 +117,16 @@ def format_duration(time_s: float) -> str:
     for unit, seconds in (("years", 365.25 * SECONDS_PER_DAY), ("days", SECONDS_PER_DAY), ("h", 3600),
                           ("min", 60)):
         if time_s >= (2 * seconds if unit == "years" else seconds):
-            return f"{time_s / seconds:.3g} {unit}"
+            return _count(time_s / seconds, unit)
     return f"{time_s:.3g} s"
+
+
+def _count(value: float, unit: str) -> str:
+    """'1 day', '1.5 days', '3 PF-days': the unit is singular when the printed number is exactly 1."""
+    text = f"{value:.3g}"
+    if text == "1" and unit.endswith("s") and unit not in ("s", "h", "min"):
+        unit = unit[:-1]
+    return f"{text} {unit}"
 
 
 def training_time_view(flops: float = PETAFLOP_DAY_FLOP, device: str = "A100 SXM4 80GB", count: int = 8,
@@ -161,7 +169,7 @@ def training_time_view(flops: float = PETAFLOP_DAY_FLOP, device: str = "A100 SXM
     picked = [r for r in rows if r[0] is chosen]
     if picked:
         _, p, t = picked[0]
-        title = (f"{flops:.3g} FLOP = {flops / PETAFLOP_DAY_FLOP:.3g} PF-days on {count} x {chosen.name} ({p}) "
+        title = (f"{flops:.3g} FLOP = {_count(flops / PETAFLOP_DAY_FLOP, 'PF-days')} on {count} x {chosen.name} ({p}) "
                  f"at {utilization:.0%}: {format_duration(t)}")
     else:
         title = f"{chosen.name} has no {precision} rate; other devices at {count} x, {utilization:.0%}"
