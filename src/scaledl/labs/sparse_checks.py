@@ -212,10 +212,11 @@ SPMV_SIZES = ((1, 5, 1.0), (37, 29, 0.3), (70, 45, 0.1), (65, 130, 0.02))  # (ro
 def spmv_inputs(size, rng):
     """(indptr, indices, data, x) of a random CSR float32 matrix with some empty rows, and a vector."""
     M, K, dens = size
-    A = sp.random(M, K, density=dens, random_state=rng, format="csr", dtype=np.float64)
-    A = sp.csr_array(A.multiply(rng.random((M, 1)) > 0.2).astype(np.float32))  # about a fifth of rows empty
-    A.data = np.where(A.data == 0, 1.0, A.data * 2 - 1).astype(np.float32)
+    A = sp.csr_array(sp.random(M, K, density=dens, random_state=rng, format="csr", dtype=np.float64))
+    A = sp.csr_array(sp.diags((rng.random(M) > 0.2).astype(np.float64)) @ A)  # about a fifth of rows empty
+    A.eliminate_zeros()
     A.sort_indices()
+    A.data = (rng.uniform(0.1, 1.0, A.data.size) * rng.choice([-1.0, 1.0], A.data.size)).astype(np.float32)
     x = rng.uniform(-1, 1, K).astype(np.float32)
     return (A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(np.float32), x)
 
