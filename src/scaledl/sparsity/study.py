@@ -186,3 +186,23 @@ HAN2015_PARAMETERS = {  # network: (parameters before, after, compression the pa
     "AlexNet": (61e6, 6.7e6, 9),
     "VGG-16": (138e6, 10.3e6, 13),
 }
+
+
+def nm_once(model, data, *, retrain_steps: int = RETRAIN_STEPS, seed: int = 0, n: int = 2, m: int = 4):
+    """Mishra et al.'s 2:4 recipe on a trained ``model`` (in place): prune every layer once to N:M along its
+    reduction axis, retrain with the mask fixed. Returns (accuracy right after pruning, after retraining)."""
+    from scaledl.sparsity.prune import nm_masks
+    model.set_masks(nm_masks(model, n, m))
+    before = evaluate(model, data.x_test, data.y_test)[1]
+    if retrain_steps:
+        train(model, data, steps=retrain_steps, seed=seed + 1000)
+    return before, evaluate(model, data.x_test, data.y_test)[1]
+
+
+# Han, Liu, Mao, Pu, Pedram, Horowitz and Dally, "EIE: Efficient Inference Engine on Compressed Deep Neural
+# Network", ISCA 2016: against a GPU on its fully connected layer benchmarks (compressed, sparse weights and
+# activations skipped).
+EIE_2016 = {"speedup_vs_gpu": 13, "energy_efficiency_vs_gpu": 3400}  # "3,400x" is the paper's approximate figure
+# Parashar et al., "SCNN: An Accelerator for Compressed-sparse Convolutional Neural Networks", ISCA 2017:
+# against a comparably provisioned dense CNN accelerator.
+SCNN_2017 = {"speedup_vs_dense": 2.7, "energy_improvement_vs_dense": 2.3}
