@@ -38,3 +38,17 @@ def test_pruned_summary_counts():
     assert abs(out["weight_density"] - 0.5) < 1e-12
     assert out["useful_multiplies"] <= out["weight_multiplies"] <= 0.5 + 1e-12
     assert 0.5 < out["accuracy"] <= 1.0
+
+
+def test_pruning_view_returns_a_figure_naming_the_savings():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = study.pruning_view(0.9, 0.9, 0.5, retrain_steps=0)
+    try:
+        assert isinstance(fig, matplotlib.figure.Figure)
+        titles = [ax.get_title() for ax in fig.axes]
+        assert any("Multiplies saved" in t for t in titles)
+    finally:
+        plt.close(fig)
