@@ -74,3 +74,30 @@ def test_errors():
         product_cost("2:4", hardware.get("V100"), 4, 4, 4)
     with pytest.raises(ValueError, match="nnz must be positive to share the row pointers out"):
         bytes_per_nonzero(3, 0)
+
+
+# ------------------------------------------------------------------------ load balance, Amdahl
+from scaledl.perf.sparse_traffic import amdahl_speedup, lane_utilization  # noqa: E402
+
+
+def test_lane_utilization_hand_cases():
+    assert lane_utilization([3] * 64) == 1.0  # equal rows, one thread each: perfectly balanced
+    assert lane_utilization([3] * 64, threads_per_row=32) == round(3 / 32, 4)  # 29 of 32 lanes idle
+    assert lane_utilization([0, 0, 5, 0], warp=4) == 0.25
+    assert lane_utilization([0, 0, 5, 0], threads_per_row=4, warp=4) == round(5 / 8, 4)
+    assert lane_utilization([1, 2, 3], warp=4) == round(6 / 12, 4)  # padded warp: the missing row is idle
+
+
+def test_lane_utilization_errors():
+    with pytest.raises(ValueError, match="threads_per_row"):
+        lane_utilization([1, 2], threads_per_row=8)
+    with pytest.raises(ValueError, match="row_lengths"):
+        lane_utilization([])
+
+
+def test_amdahl():
+    assert amdahl_speedup(1.0, 2.0) == 2.0 and amdahl_speedup(0.0, 2.0) == 1.0
+    with pytest.raises(ValueError, match="fraction"):
+        amdahl_speedup(1.5, 2.0)
+    with pytest.raises(ValueError, match="speedup"):
+        amdahl_speedup(0.5, 0)

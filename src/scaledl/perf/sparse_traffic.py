@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from scaledl.perf._checks import positive as _positive
 from scaledl.perf.roofline import BYTES_PER_ELEMENT
 
@@ -187,3 +189,45 @@ def nm_speedup(device, M: int, K: int, N: int, precision: str = "fp16") -> float
     return (product_cost("dense", device, M, K, N, 1.0, precision).time_s
             / product_cost("2:4", device, M, K, N, 0.5, precision).time_s)
 
+
+
+def lane_utilization(row_lengths, threads_per_row: int = 1, warp: int = 32) -> float:
+    """Fraction of the lane-steps a CSR SpMV's warps spend on useful multiply-adds (1.0 = perfectly balanced).
+
+    ``threads_per_row = 1`` (one thread per row, v1): a warp of ``warp`` rows runs as long as its longest
+    row, so it costs ``warp x max(length)`` lane-steps for ``sum(length)`` useful ones. ``threads_per_row =
+    warp`` (a warp per row, v2/v3): a row of length ``L`` costs ``warp x ceil(L / warp)`` lane-steps. Empty
+    rows cost nothing in the second case (they still occupy a lane in the first). Reductions and index
+    arithmetic are not counted: this is the load-imbalance and idle-lane part of the cost only.
+
+    >>> lane_utilization([1, 1, 1, 29], warp=4)   # one long row holds the warp for 29 steps
+    0.2759
+    >>> lane_utilization([1, 1, 1, 29], threads_per_row=4, warp=4)   # 1+1+1+8 steps of 4 lanes
+    0.7273
+    """
+    lengths = np.asarray(row_lengths, dtype=np.int64).ravel()
+    if lengths.size == 0 or (lengths < 0).any():
+        raise ValueError("row_lengths: expected a non-empty list of non-negative row lengths")
+    if threads_per_row not in (1, warp):
+        raise ValueError(f"threads_per_row must be 1 or warp={warp}, got {threads_per_row!r}")
+    useful = int(lengths.sum())
+    if threads_per_row == 1:
+        pad = -len(lengths) % warp
+        per_warp = np.concatenate([lengths, np.zeros(pad, np.int64)]).reshape(-1, warp).max(axis=1)
+        spent = int(warp * per_warp.sum())
+    else:
+        spent = int(warp * (-(-lengths // warp)).sum())
+    return round(useful / spent, 4) if spent else 1.0
+
+
+def amdahl_speedup(fraction: float, speedup: float) -> float:
+    """Whole-program speedup when a ``fraction`` of the time runs ``speedup`` times faster (Amdahl, 1967).
+
+    >>> round(amdahl_speedup(0.7, 2.0), 4)   # 70 % of the time in 2:4-sparse GEMMs at exactly 2x
+    1.5385
+    """
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    if not speedup > 0:
+        raise ValueError(f"speedup must be positive, got {speedup!r}")
+    return 1.0 / ((1.0 - fraction) + fraction / speedup)

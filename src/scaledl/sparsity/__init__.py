@@ -7,6 +7,8 @@
 ``prune``           ``prune_masks`` of a ``scaledl.nn`` model, layer-wise or global; ``nm_masks``
 ``schedules``       ``prune_and_retrain``: one-shot, iterative, gradual (cubic, Zhu and Gupta 2017)
 ``analysis``        ``zero_multiplies`` (multiplies with a zero weight or input), ``sensitivity_scan``
+``toggles``         ``bus_toggles``: wire switching of a value stream, with and without zero gating
+``study``           chapters 11-12's experiments: trained baselines, the seed sweep, ``pruning_view``
 ==================  ===========================================================================
 
 CSR and CSC matrices are ``scipy.sparse`` ones (``scipy.sparse.csr_array(w * mask)``); the kernels in
