@@ -79,9 +79,16 @@ def digit_strips(n_train: int = 1000, n_test: int = 300, *, digits_per_strip: in
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax in float64 with :mod:`scaledl.nn.ops`'s exp and log (the same bits on every CPU)."""
+    from scaledl.nn import ops
+
     z = logits.astype(np.float64)
     z = z - z.max(axis=-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    e = ops.exp(z)
+    total = e[..., :1].copy()
+    for k in range(1, e.shape[-1]):  # classes added first to last: one fixed order
+        total += e[..., k:k + 1]
+    return z - ops.log(total)
 
 
 def greedy_decode(log_probs: np.ndarray) -> list[int]:
@@ -109,6 +116,7 @@ def train_ctc_reader(task: StripTask, *, hidden: int = 128, epochs: int = 10, ba
     Returns:
         ``(model, history)``: history holds one dict per epoch (mean training CTC loss, test sequence accuracy).
     """
+    from scaledl.nn import ops
     from scaledl.nn.model import mlp
     from scaledl.nn.optim import SGD
 
@@ -128,7 +136,7 @@ def train_ctc_reader(task: StripTask, *, hidden: int = 128, epochs: int = 10, ba
             for i, strip in enumerate(idx):
                 nll, grad = ctc_loss(lp[i], task.y_train[strip] + 1, blank=BLANK)
                 losses.append(nll)
-                dlogits[i] = (np.exp(lp[i]) + grad) / len(idx)
+                dlogits[i] = (ops.exp(lp[i]) + grad) / len(idx)
             model.backward(dlogits.reshape(len(idx) * T, N_CLASSES).astype(logits.dtype))
             opt.step(model.parameters(), model.gradients())
         history.append({"epoch": epoch + 1, "train_ctc_loss": float(np.mean(losses)),
