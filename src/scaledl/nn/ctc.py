@@ -133,3 +133,36 @@ def ctc_loss(log_probs, labels, *, blank: int = 0) -> tuple[float, np.ndarray]:
     grad = np.zeros_like(lp)
     np.add.at(grad.T, ext, -posterior.T)  # states sharing a class (every blank) add up
     return float(-log_p), grad
+
+
+def collapse(path, blank: int = 0) -> list[int]:
+    """CTC's many-to-one map from a path (one class per frame) to labels: merge repeats, then drop blanks.
+
+    >>> collapse([0, 1, 1, 0, 1, 2, 2]), collapse([1, 1, 1])
+    ([1, 1, 2], [1])
+    """
+    merged = [int(k) for i, k in enumerate(path) if i == 0 or k != path[i - 1]]
+    return [k for k in merged if k != blank]
+
+
+def ctc_brute_force(log_probs, labels, *, blank: int = 0, max_paths: int = 100_000) -> tuple[float, np.ndarray, int]:
+    """The CTC loss by definition: enumerate all ``C**T`` paths and add up those that collapse to ``labels``.
+
+    Returns ``(nll, grad, n_alignments)`` like :func:`ctc_loss` plus the number of paths that read ``labels``.
+    Exponential in ``T``: for checking the recursion on tiny cases only (``C**T <= max_paths``).
+    """
+    import itertools
+
+    lp, lab = _check(log_probs, labels, blank)
+    T, C = lp.shape
+    if C ** T > max_paths:
+        raise ValueError(f"log_probs of shape {lp.shape} has C**T = {C ** T} paths, more than max_paths={max_paths}")
+    target, p, emits, n = list(lab), 0.0, np.zeros((T, C)), 0
+    for path in itertools.product(range(C), repeat=T):
+        if collapse(path, blank) == target:
+            prob = float(ops.exp(lp[np.arange(T), path].sum()))
+            p, n = p + prob, n + 1
+            emits[np.arange(T), path] += prob
+    if p == 0.0:
+        return float("inf"), np.zeros_like(lp), n
+    return float(-ops.log(p)), -emits / p, n
