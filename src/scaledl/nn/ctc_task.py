@@ -78,6 +78,19 @@ def digit_strips(n_train: int = 1000, n_test: int = 300, *, digits_per_strip: in
     return StripTask(_frames(tr, window, stride), ytr, _frames(te, window, stride), yte)
 
 
+def strip_image(frames: np.ndarray, *, window: int = 8, stride: int = 2) -> np.ndarray:
+    """The 8-row strip back from its frames (one strip's ``(frames, 8 x window)`` features), for drawing.
+
+    Frame ``f`` covers columns ``f stride .. f stride + window - 1``; its first ``stride`` columns are new.
+    """
+    n_frames = frames.shape[0]
+    if frames.shape != (n_frames, 8 * window) or not 1 <= stride <= window:
+        raise ValueError(f"frames must have shape (frames, {8 * window}) for window={window} and 1 <= stride <= "
+                         f"window, got shape {frames.shape} and stride={stride}")
+    f = frames.reshape(n_frames, 8, window)
+    return np.concatenate([f[i, :, :stride] for i in range(n_frames - 1)] + [f[-1]], axis=1)
+
+
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise log-softmax in float64 with :mod:`scaledl.nn.ops`'s exp and log (the same bits on every CPU)."""
     from scaledl.nn import ops
