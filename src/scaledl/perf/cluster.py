@@ -180,3 +180,10 @@ def ops_to_amortise(overhead_pJ: float, useful_pJ: float, target_share: float = 
     if not 0 < target_share < 1:
         raise ValueError(f"target_share must be in (0, 1), got {target_share!r}")
     return math.ceil(o * (1 - target_share) / (target_share * u))
+
+
+# NVIDIA Research's accelerators that seed 002 names, with the comparisons their papers' abstracts make.
+EIE_VS_GPU = {"speed": 13.0, "energy_efficiency": 3400.0}  # Han et al., "EIE: Efficient Inference Engine on
+#   Compressed Deep Neural Network", ISCA 2016: vs a GPU running the same uncompressed network
+SCNN_VS_DENSE = {"performance": 2.7, "energy": 2.3}  # Parashar et al., "SCNN: An Accelerator for
+#   Compressed-sparse Convolutional Neural Networks", ISCA 2017: vs a comparably provisioned dense accelerator
