@@ -17,9 +17,9 @@ states):
 Baidu's warp-ctc runs the same recursion in parallel on a GPU; :mod:`scaledl.perf.warp_ctc` holds what its
 README measured. Everything here is carried as logarithms, which keeps long sequences from underflowing; the
 log-sum-exp uses :mod:`scaledl.nn.ops`'s ``exp`` and ``log`` (not NumPy's, whose last bit depends on the CPU),
-so a model trained with this loss learns the same weights on every machine; a state that no path reaches is ``-inf``, and a label sequence no alignment can produce (it
-needs more frames than ``T``: one per label plus one blank between each pair of equal neighbours) has loss
-``+inf`` and a zero gradient, never NaN.
+so a model trained with this loss learns the same weights on every machine. A state that no path reaches is
+``-inf``, and a label sequence no alignment can produce (it needs more frames than ``T``: one per label plus
+one blank between each pair of equal neighbours) has loss ``+inf`` and a zero gradient, never NaN.
 
 The gradient is with respect to the *log-probabilities*: ``d nll / d log y_t(k) = -sum_{s: l'_s = k}
 alpha_t(s) beta_t(s) / p``, minus the posterior probability that frame ``t`` emits ``k``. When the
