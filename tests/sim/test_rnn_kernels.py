@@ -80,3 +80,14 @@ def test_errors():
     grid = problem(200, 1, 1, 1, seed=0)  # 61 rows per block: 4 blocks
     with pytest.raises(RuntimeError, match="hidden=200 needs 4 blocks of 61 rows, but Numba's simulator"):
         rnn_forward(*grid, variant="persistent_grid")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_time_per_step_runs_and_checks_its_arguments(variant):
+    from scaledl.kernels.rnn import time_per_step_s
+
+    assert time_per_step_s(5, 2, variant, steps=2, repeats=1) > 0
+    with pytest.raises(ValueError, match="hidden must be a positive integer, got 0"):
+        time_per_step_s(0, 2, variant)
+    with pytest.raises(ValueError, match="variant='lstm' is not an RNN variant"):
+        time_per_step_s(5, 2, "lstm")

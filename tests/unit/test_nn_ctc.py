@@ -121,3 +121,29 @@ def test_errors():
         ctc_loss(lp, [1], blank=5)
     with pytest.raises(TypeError, match="labels must be a 1-D sequence of integer class indices"):
         ctc_loss(lp, [1.5])
+
+
+def test_logaddexp_matches_numpy_and_handles_minus_inf():
+    """The CPU-independent log-sum-exp (ops.exp / ops.log) agrees with NumPy's within a few float64 ulp."""
+    from scaledl.nn.ctc import _logaddexp
+
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal(1000) * 30, rng.standard_normal(1000) * 30
+    assert np.allclose(_logaddexp(a, b), np.logaddexp(a, b), rtol=8 * np.finfo(np.float64).eps,
+                       atol=8 * np.finfo(np.float64).eps)  # log(1 + x) without log1p: absolute error ~ eps near 0
+    with np.errstate(all="raise"):
+        got = _logaddexp(np.array([-np.inf, -np.inf, 0.0]), np.array([-np.inf, 1.5, -np.inf]))
+    assert got[0] == -np.inf and got[1] == 1.5 and got[2] == 0.0
+
+
+def test_package_brute_force_matches_the_tests_own():
+    from scaledl.nn.ctc import collapse, ctc_brute_force
+
+    lp = log_softmax(np.random.default_rng(7).standard_normal((5, 3)) * 2)
+    nll, grad, n = ctc_brute_force(lp, [1, 2])
+    p, emits = brute_force(lp, [1, 2], 0)
+    assert nll == pytest.approx(-np.log(p), rel=1e-12) and n > 0
+    np.testing.assert_allclose(grad, -emits / p, rtol=1e-10, atol=1e-14)
+    assert ctc_brute_force(lp[:2], [1, 1]) [0] == np.inf and collapse([2, 2, 0, 2]) == [2, 2]
+    with pytest.raises(ValueError, match="C\\*\\*T = 243 paths, more than max_paths=100"):
+        ctc_brute_force(lp, [1], max_paths=100)

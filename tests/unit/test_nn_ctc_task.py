@@ -28,3 +28,13 @@ def test_training_with_ctc_reads_unseen_strips():
     _, history = train_ctc_reader(task, epochs=8, seed=0)
     assert history[-1]["train_ctc_loss"] < history[0]["train_ctc_loss"] / 5
     assert history[-1]["test_sequence_accuracy"] >= 0.5  # measured 0.64 here; chance is 0.001
+
+
+def test_strip_image_undoes_framing():
+    from scaledl.nn.ctc_task import _frames, strip_image
+
+    strips = np.random.default_rng(0).random((2, 8, 20)).astype(np.float32)
+    framed = _frames(strips, 8, 2)
+    assert np.array_equal(strip_image(framed[1]), strips[1])
+    with pytest.raises(ValueError, match="frames must have shape \\(frames, 64\\)"):
+        strip_image(framed[1][:, :10])

@@ -50,3 +50,16 @@ def test_errors():
         rnn_step_traffic(8, 4, sync_s=-1)
     with pytest.raises(ValueError, match="capacity_bytes must be a positive finite number, got 0"):
         max_hidden_on_chip(0)
+
+
+def test_view_rnn_step():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from scaledl.kernels.rnn_traffic import view_rnn_step
+
+    fig = view_rnn_step()
+    assert fig.axes[1].get_title() == "W fits on chip"
+    assert view_rnn_step(hidden=4096, device="GTX Titan X").axes[1].get_title() == "W does NOT fit on chip"
+    with pytest.raises(ValueError, match="device='A100'; expected one of"):
+        view_rnn_step(device="A100")

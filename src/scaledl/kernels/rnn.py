@@ -201,6 +201,14 @@ def rnn_forward(W, U, b, x, h0, activation: str = "tanh", variant: str = "standa
     on_gpu = scaledl.device.on_gpu()
     if on_gpu:
         WT, z, states = cuda.to_device(WT), cuda.to_device(z), cuda.to_device(states)
+    _launch(variant, WT, z, states, act, on_gpu)
+    out = states.copy_to_host() if on_gpu else states
+    return out[1:]
+
+
+def _launch(variant, WT, z, states, act, on_gpu):
+    """Launch ``variant`` on prepared (device) arrays: ``T`` launches for v1, one for v2 and v3."""
+    T, B, H = z.shape
     threads = _threads()
     if variant == "standard":
         blocks = (B * H + threads - 1) // threads
@@ -228,5 +236,37 @@ def rnn_forward(W, U, b, x, h0, activation: str = "tanh", variant: str = "standa
                 raise ValueError(f"hidden={H} needs {blocks} co-resident blocks for a grid sync, but only "
                                  f"{resident} fit on this GPU")
         kernel[blocks, threads](WT, z, states, act)
-    out = states.copy_to_host() if on_gpu else states
-    return out[1:]
+
+
+def time_per_step_s(hidden: int, batch: int, variant: str, *, steps: int = 64, repeats: int = 3,
+                    seed: int = 0) -> float:
+    """Best-of-``repeats`` wall time of one recurrent step of ``variant`` (seconds), data already on the device.
+
+    The kernel is launched once untimed (compilation), then ``repeats`` times over ``steps`` steps with the
+    device synchronised around each; the input projection and the copies are not timed. Meaningful on a GPU
+    only: on the simulator it measures Python threads (the chapter prints it only on a GPU).
+    """
+    import time
+
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not an RNN variant; expected one of {VARIANTS}")
+    for name, v in (("hidden", hidden), ("batch", batch), ("steps", steps), ("repeats", repeats)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((hidden, hidden)) / math.sqrt(hidden)
+    WT = np.ascontiguousarray(W.T, np.float32)
+    z = rng.standard_normal((steps, batch, hidden)).astype(np.float32)
+    states = np.zeros((steps + 1, batch, hidden), np.float32)
+    on_gpu = scaledl.device.on_gpu()
+    if on_gpu:
+        WT, z, states = cuda.to_device(WT), cuda.to_device(z), cuda.to_device(states)
+    _launch(variant, WT, z, states, 0, on_gpu)  # compile
+    best = math.inf
+    for _ in range(repeats):
+        cuda.synchronize()
+        t0 = time.perf_counter()
+        _launch(variant, WT, z, states, 0, on_gpu)
+        cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return best / steps

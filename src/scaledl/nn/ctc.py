@@ -15,10 +15,11 @@ states):
   ``y_t``, so ``alpha_t(s) beta_t(s)`` is the probability of all paths through ``s`` at ``t``).
 
 Baidu's warp-ctc runs the same recursion in parallel on a GPU; :mod:`scaledl.perf.warp_ctc` holds what its
-README measured. Everything here is carried as logarithms (``np.logaddexp``), which keeps long sequences from
-underflowing; a state that no path reaches is ``-inf``, and a label sequence no alignment can produce (it
-needs more frames than ``T``: one per label plus one blank between each pair of equal neighbours) has loss
-``+inf`` and a zero gradient, never NaN.
+README measured. Everything here is carried as logarithms, which keeps long sequences from underflowing; the
+log-sum-exp uses :mod:`scaledl.nn.ops`'s ``exp`` and ``log`` (not NumPy's, whose last bit depends on the CPU),
+so a model trained with this loss learns the same weights on every machine. A state that no path reaches is
+``-inf``, and a label sequence no alignment can produce (it needs more frames than ``T``: one per label plus
+one blank between each pair of equal neighbours) has loss ``+inf`` and a zero gradient, never NaN.
 
 The gradient is with respect to the *log-probabilities*: ``d nll / d log y_t(k) = -sum_{s: l'_s = k}
 alpha_t(s) beta_t(s) / p``, minus the posterior probability that frame ``t`` emits ``k``. When the
@@ -39,6 +40,16 @@ inf
 from __future__ import annotations
 
 import numpy as np
+
+from scaledl.nn import ops
+
+
+def _logaddexp(a, b):
+    """``log(e**a + e**b)`` element-wise in float64, ``-inf`` where both are; CPU-independent (``ops``)."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    m = np.maximum(a, b)
+    d = np.minimum(a, b) - np.where(m > -np.inf, m, 0.0)  # <= 0, -inf where either is -inf (never inf - inf)
+    return m + ops.log(1.0 + ops.exp(d))
 
 
 def _check(log_probs, labels, blank):
@@ -105,8 +116,8 @@ def ctc_loss(log_probs, labels, *, blank: int = 0) -> tuple[float, np.ndarray]:
         a = alpha[t - 1]
         from_prev = np.concatenate((neg[:1], a))[:S]  # alpha_{t-1}(s - 1)
         from_skip = np.where(skip, np.concatenate((neg, a))[:S], -np.inf)  # alpha_{t-1}(s - 2)
-        alpha[t] = np.logaddexp(np.logaddexp(a, from_prev), from_skip) + emit[t]
-    log_p = np.logaddexp(alpha[T - 1, S - 1], alpha[T - 1, S - 2]) if S > 1 else alpha[T - 1, 0]
+        alpha[t] = _logaddexp(_logaddexp(a, from_prev), from_skip) + emit[t]
+    log_p = _logaddexp(alpha[T - 1, S - 1], alpha[T - 1, S - 2]) if S > 1 else alpha[T - 1, 0]
     if log_p == -np.inf:
         return float("inf"), np.zeros_like(lp)
 
@@ -116,9 +127,42 @@ def ctc_loss(log_probs, labels, *, blank: int = 0) -> tuple[float, np.ndarray]:
         e = beta[t + 1] + emit[t + 1]
         to_next = np.concatenate((e[1:], neg[:1]))  # from state s + 1
         to_skip = np.concatenate((np.where(skip, e, -np.inf)[2:], neg))[:S]  # from s + 2, if it allows the skip
-        beta[t] = np.logaddexp(np.logaddexp(e, to_next), to_skip)
+        beta[t] = _logaddexp(_logaddexp(e, to_next), to_skip)
 
-    posterior = np.exp(alpha + beta - log_p)  # (T, S): probability of being in state s at frame t
+    posterior = ops.exp(alpha + beta - log_p)  # (T, S): probability of being in state s at frame t
     grad = np.zeros_like(lp)
     np.add.at(grad.T, ext, -posterior.T)  # states sharing a class (every blank) add up
     return float(-log_p), grad
+
+
+def collapse(path, blank: int = 0) -> list[int]:
+    """CTC's many-to-one map from a path (one class per frame) to labels: merge repeats, then drop blanks.
+
+    >>> collapse([0, 1, 1, 0, 1, 2, 2]), collapse([1, 1, 1])
+    ([1, 1, 2], [1])
+    """
+    merged = [int(k) for i, k in enumerate(path) if i == 0 or k != path[i - 1]]
+    return [k for k in merged if k != blank]
+
+
+def ctc_brute_force(log_probs, labels, *, blank: int = 0, max_paths: int = 100_000) -> tuple[float, np.ndarray, int]:
+    """The CTC loss by definition: enumerate all ``C**T`` paths and add up those that collapse to ``labels``.
+
+    Returns ``(nll, grad, n_alignments)`` like :func:`ctc_loss` plus the number of paths that read ``labels``.
+    Exponential in ``T``: for checking the recursion on tiny cases only (``C**T <= max_paths``).
+    """
+    import itertools
+
+    lp, lab = _check(log_probs, labels, blank)
+    T, C = lp.shape
+    if C ** T > max_paths:
+        raise ValueError(f"log_probs of shape {lp.shape} has C**T = {C ** T} paths, more than max_paths={max_paths}")
+    target, p, emits, n = list(lab), 0.0, np.zeros((T, C)), 0
+    for path in itertools.product(range(C), repeat=T):
+        if collapse(path, blank) == target:
+            prob = float(ops.exp(lp[np.arange(T), path].sum()))
+            p, n = p + prob, n + 1
+            emits[np.arange(T), path] += prob
+    if p == 0.0:
+        return float("inf"), np.zeros_like(lp), n
+    return float(-ops.log(p)), -emits / p, n

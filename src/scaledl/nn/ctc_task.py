@@ -78,10 +78,30 @@ def digit_strips(n_train: int = 1000, n_test: int = 300, *, digits_per_strip: in
     return StripTask(_frames(tr, window, stride), ytr, _frames(te, window, stride), yte)
 
 
+def strip_image(frames: np.ndarray, *, window: int = 8, stride: int = 2) -> np.ndarray:
+    """The 8-row strip back from its frames (one strip's ``(frames, 8 x window)`` features), for drawing.
+
+    Frame ``f`` covers columns ``f stride .. f stride + window - 1``; its first ``stride`` columns are new.
+    """
+    n_frames = frames.shape[0]
+    if frames.shape != (n_frames, 8 * window) or not 1 <= stride <= window:
+        raise ValueError(f"frames must have shape (frames, {8 * window}) for window={window} and 1 <= stride <= "
+                         f"window, got shape {frames.shape} and stride={stride}")
+    f = frames.reshape(n_frames, 8, window)
+    return np.concatenate([f[i, :, :stride] for i in range(n_frames - 1)] + [f[-1]], axis=1)
+
+
 def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax in float64 with :mod:`scaledl.nn.ops`'s exp and log (the same bits on every CPU)."""
+    from scaledl.nn import ops
+
     z = logits.astype(np.float64)
     z = z - z.max(axis=-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    e = ops.exp(z)
+    total = e[..., :1].copy()
+    for k in range(1, e.shape[-1]):  # classes added first to last: one fixed order
+        total += e[..., k:k + 1]
+    return z - ops.log(total)
 
 
 def greedy_decode(log_probs: np.ndarray) -> list[int]:
@@ -109,6 +129,7 @@ def train_ctc_reader(task: StripTask, *, hidden: int = 128, epochs: int = 10, ba
     Returns:
         ``(model, history)``: history holds one dict per epoch (mean training CTC loss, test sequence accuracy).
     """
+    from scaledl.nn import ops
     from scaledl.nn.model import mlp
     from scaledl.nn.optim import SGD
 
@@ -128,7 +149,7 @@ def train_ctc_reader(task: StripTask, *, hidden: int = 128, epochs: int = 10, ba
             for i, strip in enumerate(idx):
                 nll, grad = ctc_loss(lp[i], task.y_train[strip] + 1, blank=BLANK)
                 losses.append(nll)
-                dlogits[i] = (np.exp(lp[i]) + grad) / len(idx)
+                dlogits[i] = (ops.exp(lp[i]) + grad) / len(idx)
             model.backward(dlogits.reshape(len(idx) * T, N_CLASSES).astype(logits.dtype))
             opt.step(model.parameters(), model.gradients())
         history.append({"epoch": epoch + 1, "train_ctc_loss": float(np.mean(losses)),

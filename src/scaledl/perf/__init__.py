@@ -12,6 +12,8 @@
 ``sparse_traffic`` CSR vs dense vs 2:4: bytes per non-zero, the density crossovers in bytes and in
                    roofline time, the 2:4 speedup when compute or memory bound
 ``warp_ctc``       warp-ctc's README timings: speedup ranges over Eesen and Theano, against seed 001's "100-400X"
+``cluster``        DGX POD sizing (rack units, power, experiment hours, developers), Saturn V, input bandwidth,
+                   FPGA vs ASIC measurements, the int4 accelerator's efficiency points
 =================  ===================================================================================
 
 The submodules are imported on demand (``from scaledl.perf import hardware``), so importing this package
