@@ -279,7 +279,8 @@ def view_quantized_mlp(bits: int = 4, granularity: str = "vector", clipping: str
     ax1.set_yscale("log")
     ax1.set_ylabel("weight MSE / mean(W^2)")
     ax1.set_title(f"Weights, {bits_text}")
-    ax1.legend(fontsize=8)
+    # below the axes, where it cannot cover a bar whatever the bars' heights
+    ax1.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     accs = [chosen["fp32_accuracy"], base["accuracy"], chosen["accuracy"]]
     bars = ax2.bar(["FP32", "tensor / max", label], [100 * a for a in accs],
                    color=["tab:green", "tab:gray", "tab:blue"])
