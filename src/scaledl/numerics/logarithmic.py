@@ -41,7 +41,8 @@ import numpy as np
 from scaledl.numerics.formats import LogFormat
 
 __all__ = [
-    "LogGrid", "LOG_4_3", "NEAREST_EXPONENT", "NEAREST_VALUE", "LOG_ROUNDINGS", "disagreement_fraction", "lns_encode", "lns_decode", "lns_quantize", "lns_multiply",
+    "LogGrid", "LOG_4_3", "NEAREST_EXPONENT", "NEAREST_VALUE", "LOG_ROUNDINGS", "disagreement_fraction",
+    "lns_encode", "lns_decode", "lns_quantize", "lns_multiply",
     "gaussian_log_add", "gaussian_log_table", "mitchell_log2", "mitchell_exp2", "mitchell_add",
     "MITCHELL_MAX_LOG_ERROR", "worst_relative_error",
 ]

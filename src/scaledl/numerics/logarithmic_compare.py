@@ -23,7 +23,8 @@ from scaledl.numerics.logarithmic import (LOG_4_3, NEAREST_EXPONENT, NEAREST_VAL
                                           lns_encode, lns_quantize)
 from scaledl.numerics.logarithmic_sum import binned_dot, mitchell_dot
 
-__all__ = ["round_float_mantissa", "worst_case_errors", "compare_log_roundings", "error_by_octave", "OCTAVE_FORMATS", "dot_error_study",
+__all__ = ["round_float_mantissa", "worst_case_errors", "compare_log_roundings", "error_by_octave", "OCTAVE_FORMATS",
+           "dot_error_study",
            "DOT_METHODS", "view_relative_error"]
 
 
@@ -104,7 +105,8 @@ def compare_log_roundings(fmt="lns4.3", samples_per_step: int = 4096) -> dict:
         raise ValueError(f"fmt must be a logarithmic format (lnsI.F), got {spec.name!r}")
     if not isinstance(samples_per_step, (int, np.integer)) or samples_per_step < 16:
         raise ValueError(f"samples_per_step must be an int >= 16, got {samples_per_step!r}")
-    S, lo, hi = spec.steps_per_octave, spec.code_min - 2 * spec.steps_per_octave, spec.code_max + 2 * spec.steps_per_octave
+    S = spec.steps_per_octave
+    lo, hi = spec.code_min - 2 * S, spec.code_max + 2 * S
     k = np.arange(lo, hi)
     t = np.arange(samples_per_step) / samples_per_step
     sweep = np.exp2((k[:, None] + t[None, :]) / S).ravel()
@@ -119,7 +121,8 @@ def compare_log_roundings(fmt="lns4.3", samples_per_step: int = 4096) -> dict:
     kk = np.floor(np.log2(x) * S)
     gm, am = np.exp2((kk + 0.5) / S), (np.exp2(kk / S) + np.exp2((kk + 1) / S)) / 2
     bottom = x < spec.min_value  # below the smallest value: each rule flushes to 0 from its own threshold
-    in_bands = bool(np.all(bottom[differ] | ((x[differ] >= gm[differ] * (1 - 1e-12)) & (x[differ] <= am[differ] * (1 + 1e-12)))))
+    between = (x >= gm * (1 - 1e-12)) & (x <= am * (1 + 1e-12))
+    in_bands = bool(np.all((bottom | between)[differ]))
     values = spec.magnitudes()
     return {
         "inputs": int(x.size),
