@@ -119,3 +119,26 @@ def test_summary_and_view_draw_the_same_numbers():
     assert [p.get_height() for p in ax_acc.patches][-1] == pytest.approx(100 * s["accuracy"])
     assert "channel / max" in fig.texts[0].get_text() and "3-bit" in fig.texts[0].get_text()
     plt.close(fig)
+
+
+@pytest.mark.parametrize("bits, granularity, clipping", [(4, "vector", "octav"), (2, "tensor", "octav"),
+                                                          (8, "channel", "max")])
+def test_view_legend_covers_no_bar(bits, granularity, clipping):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.transforms import Bbox
+
+    fig = cs.view_quantized_mlp(bits, granularity, clipping)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        for bar in ax.patches:  # the visible part of each bar (on a log axis a bar starts far below the axes)
+            visible = Bbox.intersection(bar.get_window_extent(renderer), ax.bbox)
+            assert visible is None or not box.overlaps(visible), f"legend covers a bar at {bits} bits"
+    plt.close(fig)

@@ -187,3 +187,36 @@ def test_accumulator_width():
 def test_mitchell_dot_overestimates_positive_sums():
     sa, ca = lns_encode(np.full(64, 1.3))
     assert mitchell_dot(sa, ca, sa, ca, frac_bits=3) >= exact_dot(sa, ca, sa, ca, frac_bits=3)
+
+
+# The two rounding rules onto a log grid, each by its name.
+@pytest.mark.parametrize("x, rule, want_code", [
+    (2 ** (0.5 / 8), "nearest_exponent", 0),           # the geometric midpoint of 1 and r: a tie, to the even code
+    (2 ** (0.5 / 8) * 1.0001, "nearest_exponent", 1),  # above it the exponent rounds up...
+    (2 ** (0.5 / 8) * 1.0001, "nearest", 0),           # ...but 1 is still the nearer value
+    ((1 + 2 ** (1 / 8)) / 2 * 0.9999, "nearest", 0),   # just below the arithmetic midpoint: still 1
+    ((1 + 2 ** (1 / 8)) / 2 * 1.0001, "nearest", 1),   # past it both rules round up
+    (2 ** (-63 / 8) * 0.5, "nearest", None),           # half the smallest value: a tie, flushed to zero
+    (2 ** (-63 / 8) * 0.51, "nearest", -63),
+    (2 ** (-63.4 / 8), "nearest_exponent", -63),
+    (2 ** (-63.6 / 8), "nearest_exponent", None),      # the exponent rounds below the smallest code: zero
+])
+def test_lns_encode_rounding_rules_table(x, rule, want_code):
+    s, c = lns_encode(np.array([x]), rounding=rule)
+    if want_code is None:
+        assert s[0] == 0 and c[0] == 0
+    else:
+        assert s[0] == 1 and c[0] == want_code
+
+
+def test_quantize_names_both_log_roundings():
+    from scaledl.numerics import quantize
+    x = np.exp2(np.random.default_rng(2).uniform(-9, 9, 20_001)).astype(np.float32)
+    x[::2] *= -1
+    np.testing.assert_array_equal(quantize(x, "lns4.3"), lns_quantize(x, rounding="nearest").astype(np.float32))
+    np.testing.assert_array_equal(quantize(x, "lns4.3", rounding="nearest_exponent"),
+                                  lns_quantize(x).astype(np.float32))
+    with pytest.raises(ValueError, match="rounding must be one of .* got 'log'"):
+        lns_encode(x, rounding="log")
+    with pytest.raises(ValueError, match="'nearest_exponent' is for logarithmic formats .* got fmt 'e4m3'"):
+        quantize(x, "e4m3", rounding="nearest_exponent")

@@ -9,8 +9,8 @@ from scaledl.numerics.formats import get_format
 from scaledl.numerics.granularity import (mx_quantize, nvfp4_quantize, quantize_per_channel, quantize_per_tensor,
                                           quantize_per_vector)
 from scaledl.numerics.quantize import quantize
-from scaledl.numerics.scaling import (choose_scale, clip_mse, max_scale, mse_scale, octav_clip, octav_scale,
-                                      percentile_scale)
+from scaledl.numerics.scaling import (choose_scale, clip_mse, max_scale, mse_scale, octav_clip, octav_noise_constant,
+                                      octav_scale, percentile_scale)
 
 
 @pytest.fixture
@@ -160,12 +160,41 @@ def test_block_errors_and_axes():
 
 
 def test_octav_on_an_unsigned_grid_uses_its_finer_step():
-    # ReLU outputs on uint4: 16 levels over [0, c], a step of c/16, half a signed int4 grid's c/8. OCTAV must
-    # model that (B + 1 bits), so its clip is larger than the signed model would pick, and its MSE lower.
+    # ReLU outputs on uint4: 16 levels over [0, c], a step of c/15, about half a signed int4 grid's c/7.
+    # octav_scale gives OCTAV that true step (max_code=15), so its clip is larger than the signed grid's.
     a = np.abs(np.random.default_rng(3).laplace(size=100_000))
     s_unsigned = octav_scale(a, "uint4")
-    assert s_unsigned * 15 == pytest.approx(octav_clip(a, 5)[0], rel=1e-12)
+    assert s_unsigned * 15 == pytest.approx(octav_clip(a, 4, max_code=15)[0], rel=1e-12)
     s_as_if_signed = octav_clip(a, 4)[0] / 15
     assert s_unsigned > s_as_if_signed
     err = lambda s: np.mean((quantize(a, "uint4", scale=s) - a) ** 2)  # noqa: E731
     assert err(s_unsigned) < err(s_as_if_signed)
+
+
+def test_octav_noise_constant_of_the_model_and_of_a_true_grid():
+    assert octav_noise_constant(4) == 4.0**-4 / 3  # OCTAV's model: step 2c / 2**B
+    assert octav_noise_constant(4, max_code=8) == octav_noise_constant(4)  # the same step, c / 8
+    # int4 scaled by c / 7: step c / 7, noise (1/7)**2 / 12, 64/49 = 1.31 times the model's
+    assert octav_noise_constant(4, max_code=7) / octav_noise_constant(4) == pytest.approx(64 / 49, rel=1e-15)
+    with pytest.raises(ValueError, match="max_code must be a positive int .* got 0"):
+        octav_noise_constant(4, max_code=0)
+    with pytest.raises(ValueError, match="max_code must be a positive int .* got 7.5"):
+        octav_clip(np.ones(3), 4, max_code=7.5)
+
+
+def test_octav_with_the_true_step_lands_near_the_swept_optimum():
+    # Laplace(1): the model J(c) = k c**2 (1 - e**-c) + 2 e**-c. With OCTAV's k = 4**-4/3 its minimum is at
+    # 5.020 and OCTAV's fixed point (one derivative term dropped) at 5.034: the dropped term moves c by 0.3 %.
+    # The real int4 quantizer with scale c/7 has k = 1/588, which moves the fixed point to 4.81.
+    x = np.random.default_rng(0).laplace(size=200_001)
+    c_model, _ = octav_clip(x, 4, rtol=0.0, iters=300)
+    c_true, _ = octav_clip(x, 4, rtol=0.0, iters=300, max_code=7)
+    assert c_model == pytest.approx(5.034, abs=0.06) and c_true == pytest.approx(4.813, abs=0.06)
+    clips = np.linspace(4.0, 5.6, 161)
+    mse = clip_mse(x, "int4", clips)  # the real quantizer, scale c / 7
+    c_swept = clips[np.argmin(mse)]
+    assert abs(c_true - c_swept) < abs(c_model - c_swept)
+    err = lambda c: clip_mse(x, "int4", [c])[0]  # noqa: E731
+    assert err(c_true) < err(c_model)
+    # octav_scale(x, "int4") is the true-step clip over 7
+    assert octav_scale(x, "int4", rtol=0.0, iters=300) * 7 == pytest.approx(c_true, rel=1e-12)

@@ -13,10 +13,13 @@ The stable API (chapters 07-10 and lab 03 build on it):
                        lns4.3 (any ``lnsI.F``).
 ``quantize``           ``quantize(x, fmt, *, scale=1.0, rounding="nearest"|"stochastic", saturate=True,
                        rng=None)`` -> float32 values on the grid (bit-exact with ml_dtypes; saturating);
+                       log formats also take ``rounding="nearest_exponent"`` (round ``log2|x|``; the
+                       default ``"nearest"`` is the nearest value, as for every format);
                        ``encode``/``decode`` (uint8 bit codes of the 4-, 6-, 8-bit floats);
                        ``round_to_values`` (any sorted grid, e.g. a k-means codebook).
 ``scaling``            ``max_scale``, ``percentile_scale``, ``mse_scale``, ``octav_scale`` (each returns the
-                       ``scale`` argument of ``quantize``), ``octav_clip`` (clip point + iterates),
+                       ``scale`` argument of ``quantize``), ``octav_clip`` (clip point + iterates;
+                       ``max_code=`` gives it the real grid's step ``clip / max_code``),
                        ``clip_mse``, ``choose_scale(x, fmt, method)``.
 ``granularity``        ``quantize_per_tensor``, ``quantize_per_channel``, ``quantize_per_vector`` (VS-Quant
                        two-level scales), ``mx_quantize(x, element="e2m1", block=32)``, ``nvfp4_quantize``;

@@ -2,12 +2,14 @@
 
 Builds on :mod:`scaledl.numerics.scaling` (OCTAV) and :mod:`scaledl.numerics.granularity` (MX, NVFP4). The
 groups of a tensor are always taken along its *reduction* axis (the axis a dot product sums over), so that
-every scale can be applied once after the multiply-accumulate, as seed 002's hardware does (``SW * SA``):
+every scale can be applied once after the multiply-accumulate, as the accelerator in Dally's lecture (2023)
+does (``SW * SA``):
 
 * ``"tensor"``: one scale;
 * ``"channel"``: one scale per index of the other axis (per output column of a weight, per example row of
   an activation);
-* ``"vector"``: one scale per 32 consecutive elements along the reduction axis (VS-Quant, seed 002);
+* ``"vector"``: one scale per 32 consecutive elements along the reduction axis (VS-Quant, as in Dally's
+  lecture);
 * ``"mx"``: OCP MXFP4 (E2M1 elements, E8M0 scale per 32); ``"nvfp4"``: E2M1, E4M3 scale per 16, FP32 tensor.
 
 >>> import numpy as np
@@ -33,7 +35,7 @@ __all__ = ["clip_noise_split", "model_noise", "equivalent_bits", "fake_quant", "
 
 GRANULARITIES = ("tensor", "channel", "vector", "mx", "nvfp4")
 CLIPPINGS = ("max", "octav")
-VECTOR = 32  # seed 002: scale each 32-element vector independently
+VECTOR = 32  # Dally's lecture (2023): scale each 32-element vector independently
 # every (granularity, clipping) pair the chapter compares; MX and NVFP4 fix their own scales (max-based)
 SCHEMES = (("tensor", "max"), ("tensor", "octav"), ("channel", "max"), ("channel", "octav"),
            ("vector", "max"), ("vector", "octav"), ("mx", "max"), ("nvfp4", "max"))
@@ -71,7 +73,8 @@ def clip_noise_split(x, bits: int, clips) -> dict[str, np.ndarray]:
 
 
 def model_noise(x, bits: int, clips) -> np.ndarray:
-    """Seed 002's noise model behind OCTAV: ``c**2 4**-B / 3 * P(|X| <= c) + E[(|X| - c)**2 1{|X| > c}]``."""
+    """The noise model behind OCTAV (as Dally's lecture gives it, with a step of ``2c / 2**B``):
+    ``c**2 4**-B / 3 * P(|X| <= c) + E[(|X| - c)**2 1{|X| > c}]``."""
     a = np.abs(np.asarray(x, np.float64).ravel())
     return np.array([c * c * 4.0 ** -bits / 3 * np.mean(a <= c) + np.mean(np.where(a > c, (a - c) ** 2, 0.0))
                      for c in clips])
@@ -116,7 +119,7 @@ def fake_quant(x, *, bits: int = 4, granularity: str = "vector", clipping: str =
         x: 2-D array (weights ``(n_in, n_out)`` reduce over axis 0; activations ``(batch, n_in)`` over 1).
         bits: integer bits (ignored by "mx" and "nvfp4", which are 4-bit floats).
         granularity: one of :data:`GRANULARITIES`.
-        clipping: "max" (nothing clips) or "octav" (seed 002's optimal clip, per group).
+        clipping: "max" (nothing clips) or "octav" (OCTAV's optimal clip, per group).
         reduce_axis: the dot product's axis; groups run along it.
         signed: integer grid signed or unsigned; default unsigned when ``x >= 0`` (ReLU outputs, pixels),
             which gives nonnegative data one more bit of resolution. OCTAV then uses ``bits + 1``.
@@ -279,7 +282,8 @@ def view_quantized_mlp(bits: int = 4, granularity: str = "vector", clipping: str
     ax1.set_yscale("log")
     ax1.set_ylabel("weight MSE / mean(W^2)")
     ax1.set_title(f"Weights, {bits_text}")
-    ax1.legend(fontsize=8)
+    # below the axes, where it cannot cover a bar whatever the bars' heights
+    ax1.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     accs = [chosen["fp32_accuracy"], base["accuracy"], chosen["accuracy"]]
     bars = ax2.bar(["FP32", "tensor / max", label], [100 * a for a in accs],
                    color=["tab:green", "tab:gray", "tab:blue"])

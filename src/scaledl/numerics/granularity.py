@@ -6,8 +6,8 @@ Every function returns a :class:`Quantized`: ``values`` (the dequantized float32
 
 * :func:`quantize_per_tensor`, :func:`quantize_per_channel`: a chooser from :mod:`scaledl.numerics.scaling`
   (``"max"``, ``"percentile"``, ``"mse"``, ``"octav"``) for the whole tensor or each slice along ``axis``.
-* :func:`quantize_per_vector`: max scaling of each ``block``-element vector along ``axis`` (seed 002: scaling
-  each 32-element vector independently). With ``scale_fmt`` (e.g. ``"uint6"``), the per-vector scales are
+* :func:`quantize_per_vector`: max scaling of each ``block``-element vector along ``axis`` (Dally's lecture,
+  2023: scaling each 32-element vector independently). With ``scale_fmt`` (e.g. ``"uint6"``), the per-vector scales are
   themselves quantized against one float per tensor: the two-level scheme of VS-Quant (Dai et al., MLSys 2021).
 * :func:`mx_quantize`: OCP Microscaling v1.0 (REFERENCES.md): blocks of 32 share an E8M0 power of two,
   ``2**(floor(log2 max|v|) - emax_elem)``; elements are ``v / 2**shared`` rounded to the element format with

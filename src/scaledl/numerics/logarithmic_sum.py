@@ -1,4 +1,4 @@
-"""Sums and dot products of logarithmic numbers without a table lookup per element (seed 002's algorithm).
+"""Sums and dot products of logarithmic numbers without a table lookup per element (Dally's lecture, 2023).
 
 A product of two logarithmic numbers is an exact code ``p`` (units of ``2**-F``). Split it into an integer
 part ``EI = p >> F`` and a fractional part ``EF = p & (2**F - 1)``, so ``2**(p / 2**F) = 2**EI * 2**(EF/2**F)``.

@@ -11,9 +11,12 @@ probabilities that make the result unbiased. Conventions:
   (E4M3, E8M0); formats with neither (FP6, FP4, integers, logarithmic) saturate anyway, as ml_dtypes does.
 * NaN stays NaN. E8M0 (an unsigned scale type without zero) maps zero and negative values to NaN, clamps tiny
   ones up to 2**-127 and, like ml_dtypes, rounds its ties away from zero.
-* Logarithmic formats round to the *nearest value* (in the linear domain, ties to the even code). Note that
-  :func:`scaledl.numerics.logarithmic.lns_quantize` rounds the exponent instead (nearest in the log domain);
-  the two differ only for values in the thin band between the two kinds of midpoint.
+* Logarithmic formats round to the *nearest value* by default (``rounding="nearest"``, in the linear domain,
+  ties to the even code), like every other format. ``rounding="nearest_exponent"`` (log formats only) rounds
+  ``log2|x|`` to the grid instead, as a log2-and-round encoder and
+  :func:`scaledl.numerics.logarithmic.lns_quantize` do. The two rules differ for the inputs between the two
+  kinds of midpoint, about 1.1 % of log-uniform inputs for Log 4.3, and have different worst cases (4.33 %
+  and 4.43 %): always say which one a number belongs to.
 
 The float path works on the float32 bit pattern: adding ``2**(d-1) - 1`` plus the last kept bit, then clearing
 the ``d = 23 - man_bits`` dropped bits, is round-to-nearest-even, with the carry into the exponent for free;
@@ -38,7 +41,7 @@ from scaledl.numerics.formats import FloatFormat, IntFormat, LogFormat, get_form
 
 __all__ = ["quantize", "encode", "decode", "round_to_values", "check_scale", "ROUNDINGS"]
 
-ROUNDINGS = ("nearest", "stochastic")
+ROUNDINGS = ("nearest", "stochastic", "nearest_exponent")  # the last one for logarithmic formats only
 _F32_NAN_BITS = 0x7FC00000
 _F32_INF_BITS = 0x7F800000
 
@@ -184,7 +187,8 @@ def round_to_values(x, values, *, rounding: str = "nearest", rng=None) -> np.nda
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or v.size < 2 or not np.all(np.isfinite(v)) or np.any(np.diff(v) <= 0):
         raise ValueError(f"values must be a 1-D, finite, strictly increasing array of at least 2 entries, got {v!r}")
-    _check_rounding(rounding)
+    if rounding not in ("nearest", "stochastic"):
+        raise ValueError(f"rounding must be 'nearest' or 'stochastic' for a grid of values, got {rounding!r}")
     xs = np.asarray(x, dtype=np.float64)
     c = np.clip(np.where(np.isnan(xs), v[0], xs), v[0], v[-1])
     hi_i = np.clip(np.searchsorted(v, c, side="left"), 1, v.size - 1)
@@ -199,6 +203,13 @@ def round_to_values(x, values, *, rounding: str = "nearest", rng=None) -> np.nda
 
 
 def _round_log(xs, fmt: LogFormat, rounding, rng) -> np.ndarray:
+    if rounding == "nearest_exponent":
+        from scaledl.numerics.logarithmic import lns_quantize
+
+        a = np.abs(xs.astype(np.float64))
+        q = lns_quantize(np.where(np.isfinite(a), a, fmt.max_value), int_bits=fmt.int_bits,
+                         frac_bits=fmt.frac_bits, rounding="nearest_exponent")
+        return np.where(np.isnan(xs), np.nan, np.copysign(q, xs)).astype(np.float32)
     mags = fmt.magnitudes()  # index = position on the grid; index 0 is zero, so ties at the bottom go to 0
     q = round_to_values(np.abs(xs), mags, rounding=rounding, rng=rng)
     return np.copysign(q, xs).astype(np.float32)
@@ -226,7 +237,8 @@ def quantize(x, fmt, *, scale=1.0, rounding: str = "nearest", saturate: bool = T
         x: real array (or scalar).
         fmt: a format spec or name (see :func:`scaledl.numerics.formats.get_format`).
         scale: positive finite number, or array broadcastable to ``x`` (per channel, per block).
-        rounding: ``"nearest"`` (ties to even) or ``"stochastic"`` (unbiased).
+        rounding: ``"nearest"`` (ties to even) or ``"stochastic"`` (unbiased); for logarithmic formats also
+            ``"nearest_exponent"`` (round ``log2|x|``, see the module docstring).
         saturate: out-of-range values go to ``±max_value * scale`` (default); see the module docstring.
         rng: numpy Generator or seed for stochastic rounding.
     Returns:
@@ -240,6 +252,8 @@ def quantize(x, fmt, *, scale=1.0, rounding: str = "nearest", saturate: bool = T
     """
     spec = get_format(fmt)
     _check_rounding(rounding)
+    if rounding == "nearest_exponent" and not isinstance(spec, LogFormat):
+        raise ValueError(f"rounding 'nearest_exponent' is for logarithmic formats (lnsI.F), got fmt {spec.name!r}")
     x32 = _as_float32(x)
     s = check_scale(scale, x32.shape)
     unit = s.ndim == 0 and s == 1.0

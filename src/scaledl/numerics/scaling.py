@@ -8,13 +8,18 @@ takes); :func:`octav_clip` returns the clip point and its iterates.
 * :func:`percentile_scale`: ``c`` = a percentile of ``|x|``; the rest saturates.
 * :func:`mse_scale`: try clip points from ``lo * max|x|`` to ``max|x|`` and keep the one with the smallest
   mean squared error, measured with the real quantizer.
-* :func:`octav_scale` / :func:`octav_clip`: the fixed-point iteration of seed 002 (OCTAV, Sakr et al., ICML
-  2022) for a B-bit uniform quantizer, whose noise is ``c**2 * 4**-B / 3`` inside the range plus
-  ``(|x| - c)**2`` outside (REFERENCES.md, "Integer quantization noise")::
+* :func:`octav_scale` / :func:`octav_clip`: the fixed-point iteration of OCTAV (Sakr et al., "Optimal Clipping
+  and Magnitude-aware Differentiation for Improved Quantization-aware Training", ICML 2022), as Dally's
+  lecture "Trends in Deep Learning Hardware" (2023) presents it, for a B-bit uniform quantizer whose noise
+  is ``c**2 * 4**-B / 3`` inside the range plus ``(|x| - c)**2`` outside::
 
       c_{n+1} = E[|X| 1{|X| > c_n}] / ( (4**-B / 3) E[1{|X| <= c_n}] + E[1{|X| > c_n}] )
 
-  Setting the derivative of the expected noise to zero gives exactly ``c = that ratio`` with ``c`` on both
+  The constant ``4**-B / 3 = step**2 / 12 / c**2`` assumes a step of ``2c / 2**B``. A signed integer grid
+  scaled so that its largest code ``2**(B-1) - 1`` lands on ``c`` (``quantize(x, "int4", scale=c / 7)``) has
+  the larger step ``c / 7`` and 1.31x that noise at 4 bits; ``octav_clip(..., max_code=7)`` uses the true
+  step, and :func:`octav_scale` always does. Setting the derivative of the expected noise to zero, minus
+  one term (``c**2 k f(c)``, with ``f`` the density of ``|X|``), gives ``c = that ratio`` with ``c`` on both
   sides; iterating it converges in a handful of steps.
 
 >>> import numpy as np
@@ -33,7 +38,8 @@ import numpy as np
 from scaledl.numerics.formats import IntFormat, get_format
 from scaledl.numerics.quantize import quantize
 
-__all__ = ["max_scale", "percentile_scale", "mse_scale", "clip_mse", "octav_clip", "octav_scale", "CHOOSERS",
+__all__ = ["max_scale", "percentile_scale", "mse_scale", "clip_mse", "octav_clip", "octav_noise_constant",
+           "octav_scale", "CHOOSERS",
            "choose_scale"]
 
 
@@ -97,8 +103,28 @@ def mse_scale(x, fmt, *, n_candidates: int = 100, lo: float = 0.05) -> float:
     return _scale_for_clip(clips[int(np.argmin(clip_mse(x, fmt, clips)))], fmt)
 
 
-def octav_clip(x, bits: int, *, iters: int = 50, c0: float | None = None, rtol: float = 1e-6):
-    """OCTAV's optimal clip point for a ``bits``-bit uniform quantizer of ``x`` (seed 002's iteration).
+def octav_noise_constant(bits: int, max_code: int | None = None) -> float:
+    """Rounding noise per unit ``clip**2`` of a uniform grid: ``(step / clip)**2 / 12``.
+
+    ``max_code=None`` is OCTAV's model, a step of ``2 clip / 2**bits`` (``4**-bits / 3``); an integer
+    ``max_code`` is a grid whose step is ``clip / max_code`` (the clip point maps to that code).
+
+    >>> octav_noise_constant(4) * 768, round(octav_noise_constant(4, max_code=7) / octav_noise_constant(4), 4)
+    (1.0, 1.3061)
+    """
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 32:
+        raise ValueError(f"bits must be an int in [1, 32], got {bits!r}")
+    if max_code is None:
+        return 4.0 ** -bits / 3.0
+    if isinstance(max_code, bool) or not isinstance(max_code, (int, np.integer)) or max_code < 1:
+        raise ValueError(f"max_code must be a positive int (the integer code the clip point maps to), "
+                         f"got {max_code!r}")
+    return 1.0 / (12.0 * float(max_code) ** 2)
+
+
+def octav_clip(x, bits: int, *, iters: int = 50, c0: float | None = None, rtol: float = 1e-6,
+               max_code: int | None = None):
+    """OCTAV's optimal clip point for a ``bits``-bit uniform quantizer of ``x``.
 
     Args:
         x: the values (any shape); only ``|x|`` matters.
@@ -106,20 +132,26 @@ def octav_clip(x, bits: int, *, iters: int = 50, c0: float | None = None, rtol: 
         iters: at most this many steps; stops early when a step changes ``c`` by less than ``rtol * c``.
         c0: the starting point; default ``mean |x|`` (must lie below ``max |x|``, or no value clips and the
             numerator is zero).
+        max_code: ``None`` (default) for OCTAV's own model, a step of ``2c / 2**bits``; or the integer code the
+            clip point maps to in the real quantizer, whose step is then ``c / max_code`` (7 for
+            ``quantize(x, "int4", scale=c / 7)``, 15 for ``"uint4"``). See :func:`octav_noise_constant`.
     Returns:
         ``(clip, history)``: the final clip point and the list of iterates starting with ``c0``.
     Raises:
-        ValueError: bits outside [1, 32], non-positive ``c0``, or non-finite ``x``.
+        ValueError: bits outside [1, 32], ``max_code`` not a positive int, non-positive ``c0``, or non-finite
+        ``x``.
+
+    >>> x = np.random.default_rng(0).laplace(size=100_000)
+    >>> round(octav_clip(x, 4)[0], 2), round(octav_clip(x, 4, max_code=7)[0], 2)
+    (5.04, 4.81)
     """
-    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 32:
-        raise ValueError(f"bits must be an int in [1, 32], got {bits!r}")
+    noise = octav_noise_constant(bits, max_code)  # rounding noise per unit clip**2
     a = _abs_values(x)
     if a.max() == 0:
         return 0.0, [0.0]
     c = float(a.mean()) if c0 is None else float(c0)
     if not (np.isfinite(c) and c > 0):
         raise ValueError(f"c0 must be finite and > 0, got {c0!r}")
-    noise = 4.0 ** -bits / 3.0  # quantization noise per unit clip**2 of a B-bit uniform grid over [-c, c]
     history = [c]
     for _ in range(iters):
         over = a > c
@@ -139,8 +171,9 @@ def octav_clip(x, bits: int, *, iters: int = 50, c0: float | None = None, rtol: 
 def octav_scale(x, fmt="int8", **kwargs) -> float:
     """The scale from :func:`octav_clip` for an integer format (clip / largest integer).
 
-    An unsigned B-bit grid spends all 2**B levels on [0, c]: its step is half that of a signed grid clipped
-    at c, so its noise is the signed model's with B + 1 bits, and that is what OCTAV is given.
+    The clip point maps to the format's largest integer, so OCTAV is given that grid's true step,
+    ``clip / max_value`` (``max_code=max_value``): ``c / 7`` for int4, ``c / 15`` for uint4 (whose 16 levels
+    all lie on [0, c]), rather than its model's ``2c / 2**B``.
 
     Raises:
         ValueError: ``fmt`` is not an integer format (OCTAV's noise model is that of a uniform grid).
@@ -148,7 +181,8 @@ def octav_scale(x, fmt="int8", **kwargs) -> float:
     spec = get_format(fmt)
     if not isinstance(spec, IntFormat):
         raise ValueError(f"fmt: OCTAV's noise model assumes a uniform integer grid; got {spec.name!r}")
-    clip, _ = octav_clip(x, spec.bits if spec.signed else spec.bits + 1, **kwargs)
+    kwargs.setdefault("max_code", int(spec.max_value))
+    clip, _ = octav_clip(x, spec.bits, **kwargs)
     return _scale_for_clip(clip, spec)
 
 
