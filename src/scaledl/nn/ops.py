@@ -18,7 +18,7 @@ the training chapters as another CPU would.
 
 The price is speed, measured on a 2-core AMD EPYC (AVX2) against OpenBLAS's kernel for it: a 32x256 by
 256x256 product runs at about 54 GFLOP/s against 77-92, and one epoch of the 64-256-256-10 MLP at batch 32
-takes 1.2-1.4x as long (Chapter 02 prints the epoch time on the reader's machine).
+takes 1.34x as long (Chapter 02 prints the epoch time on the reader's machine).
 
 >>> import numpy as np
 >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
