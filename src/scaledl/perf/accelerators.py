@@ -34,6 +34,11 @@ class FpgaAsicGap:
     dynamic_power: float
 
     @property
+    def delay(self) -> tuple[float, float]:
+        """The delay gap as (low, high): FPGA critical paths were this many times the ASIC's."""
+        return self.delay_low, self.delay_high
+
+    @property
     def area_delay_low(self) -> float:
         """Silicon per unit of throughput (area x delay), best case: hard blocks and the smaller delay gap."""
         return self.area_with_hard_blocks * self.delay_low

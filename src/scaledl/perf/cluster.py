@@ -129,23 +129,9 @@ DGX1_READ_CACHE_TB = 4 * 1.92       # DGX-1 datasheet: 4 x 1.92 TB SSD in RAID 0
 
 
 # ---------------------------------------------------------------------------------------------- accelerators
-@dataclass(frozen=True)
-class FpgaVsAsic:
-    """FPGA / ASIC ratios for the same circuits, soft logic only unless ``hard_blocks`` says otherwise."""
-
-    source: str
-    area: float
-    area_with_hard_blocks: float
-    delay: tuple
-    dynamic_power: float
-
-
-DALLY_FPGA_CLAIM = 100.0  # Dally, ScaledML 2018 (seed 000): LUTs are "almost exactly 100 times the area and 100
-#                           times the energy per operation" of an ASIC
-KUON_ROSE_2006 = FpgaVsAsic("Kuon and Rose, 'Measuring the Gap Between FPGAs and ASICs', FPGA 2006", 40, 21,
-                            (3, 4), 12)
-KUON_ROSE_2007 = FpgaVsAsic("Kuon and Rose, 'Measuring the Gap Between FPGAs and ASICs', IEEE TCAD 26(2), 2007",
-                            35, 18, (3, 4), 14)
+# FPGA against ASIC: Dally's round number and Kuon and Rose's measurements are defined once, in
+# scaledl.perf.accelerators (chapter 05 uses them too): TALK_FPGA_OVER_ASIC, KUON_ROSE_FPGA2006,
+# KUON_ROSE_TCAD2007.
 
 
 @dataclass(frozen=True)
