@@ -63,6 +63,15 @@ class CheckResult:
     def __str__(self) -> str:
         return "\n".join(self.lines + ([""] + [f"Hint: {h}" for h in self.hints] if self.hints else []))
 
+    def finish(self, what: str | None = None, report=None) -> "CheckResult":
+        """End the report: a PASSED/FAILED line about ``what`` (if given), then print it to ``report``."""
+        if what is not None:
+            self.lines.append(f"{'PASSED' if self.passed else 'FAILED'}: {what}")
+        if report is not None:
+            print(self, file=report)
+            self.printed = True
+        return self
+
     def raise_if_failed(self):
         """Raise AssertionError when the check failed (for a grader or a test), with the report unless it
         was printed just above."""
@@ -236,12 +245,8 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
         hint("compare Yours and Spec at the first indices: a transposed index (row/col, threadIdx.x/.y) or "
              "a wrong stride shows up as values from the wrong place.")
     result.hints = hints
-    result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} on {len(sizes)} sizes "
-                        f"{[_size_label(s) for s in sizes]}, {repeats} runs each, outputs poisoned with NaN")
-    if report is not None:
-        print(result, file=report)
-        result.printed = True
-    return result
+    return result.finish(f"{name} on {len(sizes)} sizes {[_size_label(s) for s in sizes]}, {repeats} runs "
+                         f"each, outputs poisoned with NaN", report)
 
 
 def check_values(yours: Callable, spec: Callable, cases, *, rtol: float = 1e-12, name: str | None = None,
@@ -283,11 +288,7 @@ def check_values(yours: Callable, spec: Callable, cases, *, rtol: float = 1e-12,
             result.lines.append(f"FAIL {name}({args}):  Yours: {got!r:>22}  Spec: {float(want):.12g}")
     if not result.passed and hint:
         result.hints.append(hint)
-    result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} on {len(cases)} cases")
-    if report is not None:
-        print(result, file=report)
-        result.printed = True
-    return result
+    return result.finish(f"{name} on {len(cases)} cases", report)
 
 
 # ------------------------------------------------------------------------------------------ GEMM helpers

@@ -39,13 +39,6 @@ MAX_SHOWN = 5
 ALPHA_s, BETA_s_per_B = 1e-6, 1 / T.PCIE3_X16_Bps
 
 
-def _emit(result: CheckResult, report):
-    if report is not None:
-        print(result, file=report)
-        result.printed = True
-    return result
-
-
 def _rounds(fn, p: int, length: int):
     rounds = fn(p, length)
     out = []
@@ -138,7 +131,7 @@ def check_ring_schedule(ring_schedule, *, ranks=RANKS, lengths=LENGTHS, seed: in
              "times), one that is too large counts a contribution twice.")
     result.hints = hints
     result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} at p = {list(ranks)}")
-    return _emit(result, report)
+    return result.finish(report=report)
 
 
 def time_vs_formula(ring_schedule, p: int, nbytes: float = 8 * 2**20) -> tuple[float, float]:
@@ -259,7 +252,7 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
     result.hints = hints
     result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} at p = {list(ranks)}, lengths "
                         f"{list(lengths)}")
-    return _emit(result, report)
+    return result.finish(report=report)
 
 
 def check_ring_order(ring_cost, best_ring_order, topologies, *, samples: int = 20, seed: int = 0,
@@ -302,4 +295,4 @@ def check_ring_order(ring_cost, best_ring_order, topologies, *, samples: int = 2
                                 f"(slowest-link bound {2 * (p - 1) / p * 64 * 2**20 * got * 1e3:.2f} ms)")
     result.hints = list(dict.fromkeys(hints))
     result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: ring order on {len(topologies)} topologies")
-    return _emit(result, report)
+    return result.finish(report=report)

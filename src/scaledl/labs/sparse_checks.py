@@ -32,14 +32,6 @@ from scaledl.sparsity.nm import compress_nm
 SHOWN = 5
 
 
-def _finish(result: CheckResult, report, what: str):
-    result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {what}")
-    if report is not None:
-        print(result, file=report)
-        result.printed = True
-    return result
-
-
 def _hint(result, text):
     if text not in result.hints:
         result.hints.append(text)
@@ -111,7 +103,7 @@ def check_magnitude_pruning(yours, *, cases=None, report=sys.stdout) -> CheckRes
                               "kind='stable') (the default quicksort is not stable).")
             else:
                 _hint(result, "the wrong weights are kept: rank by magnitude |w|, not by the signed value.")
-    return _finish(result, report, f"magnitude pruning on {len(cases)} cases")
+    return result.finish(report=report, what=f"magnitude pruning on {len(cases)} cases")
 
 
 # ----------------------------------------------------------------------------------------------- 2:4
@@ -161,7 +153,7 @@ def check_nm_mask(yours, *, cases=None, report=sys.stdout) -> CheckResult:
             result.lines += _differences(got, spec)
             _hint(result, "keep the 2 largest |w| of each group; among equal magnitudes the lower index "
                           "(np.argsort(-np.abs(groups), axis=-1, kind='stable')[..., :2]).")
-    return _finish(result, report, f"2:4 mask on {len(cases)} cases")
+    return result.finish(report=report, what=f"2:4 mask on {len(cases)} cases")
 
 
 def check_compress_24(yours, *, seed: int = 2, report=sys.stdout) -> CheckResult:
@@ -202,7 +194,7 @@ def check_compress_24(yours, *, seed: int = 2, report=sys.stdout) -> CheckResult
                              f"Spec: {int(spec_m[tuple(b)]):#06x}" for b in bad]
             _hint(result, "metadata: group g of a row is nibble g % 4 of word g // 4, counted from the low "
                           "bits, and holds idx0 | idx1 << 2 with idx0 < idx1.")
-    return _finish(result, report, f"2:4 compression on {len(cases)} cases")
+    return result.finish(report=report, what=f"2:4 compression on {len(cases)} cases")
 
 
 # ------------------------------------------------------------------------------------------- SpMV kernel
@@ -268,7 +260,7 @@ def check_pruned_network(model, data, dense_accuracy: float, *, min_sparsity: fl
     if not result.passed:
         _hint(result, "prune gradually (several rounds or Zhu and Gupta's cubic ramp), retrain with the mask "
                       "fixed (model.set_masks), and make sure the masks were set before the last training.")
-    return _finish(result, report, "pruned network")
+    return result.finish(report=report, what="pruned network")
 
 
 def check_nm_network(model, data, dense_accuracy: float, *, max_drop_points: float = 0.5,
@@ -297,4 +289,4 @@ def check_nm_network(model, data, dense_accuracy: float, *, max_drop_points: flo
     if not ok:
         _hint(result, "a group holds more than 2 non-zeros: the mask was built along the wrong axis, or not "
                       "set on the model (model.set_masks) before retraining.")
-    return _finish(result, report, "2:4 network")
+    return result.finish(report=report, what="2:4 network")

@@ -206,9 +206,4 @@ def check_batch_policy(next_batch, *, n_requests: int = 20_000, seed: int = 0, r
             result.lines.append(f"ok   {case.label}: {got.batch_size.size} batches, mean {got.mean_batch:.2f}, "
                                 f"p98 {got.percentile_s(98) * 1e3:.2f} ms, identical to the spec")
     result.hints.extend(dict.fromkeys(hints))  # each hint once, in order
-    result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} on {len(CASES)} loads, "
-                        f"{n_requests} requests each")
-    if report is not None:
-        print(result, file=report)
-        result.printed = True
-    return result
+    return result.finish(f"{name} on {len(CASES)} loads, {n_requests} requests each", report)
