@@ -158,14 +158,22 @@ for length in {lengths!r}:
     comm.Allreduce(x, want, op=MPI.SUM)
     got = np.asarray(yours(comm, x.copy()))
     ok = got.shape == want.shape and np.array_equal(got, want)
-    oks = comm.allgather(bool(ok))
-    if rank == 0:
-        print("CHECK", length, *oks, flush=True)
-    if not ok and got.shape == want.shape:
+    if ok:
+        detail = None
+    elif got.shape == want.shape:
         bad = np.flatnonzero(got != want)[:{shown}]
-        print("MISMATCH", rank, length, *[f"{{i}}:{{got[i]:g}}:{{want[i]:g}}" for i in bad], flush=True)
-    elif not ok:
-        print("SHAPE", rank, length, got.shape, want.shape, flush=True)
+        detail = " ".join(["MISMATCH", str(rank), str(length)] + [f"{{i}}:{{got[i]:g}}:{{want[i]:g}}" for i in bad])
+    else:
+        detail = " ".join(["SHAPE", str(rank), str(length), str(got.shape).replace(" ", ""),
+                           str(want.shape).replace(" ", "")])
+    # Only rank 0 prints: mpiexec forwards each rank's stdout on its own, so lines printed by several ranks
+    # can arrive interleaved mid-line.
+    gathered = comm.gather((bool(ok), detail), root=0)
+    if rank == 0:
+        print("CHECK", length, *[g[0] for g in gathered], flush=True)
+        for _, d in gathered:
+            if d is not None:
+                print(d, flush=True)
 n = {time_length}
 x = np.ones(n, np.float32)
 ref = np.empty_like(x)
