@@ -43,6 +43,16 @@ def _run(cmd: list[str], what: str) -> None:
         raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
 
 
+def _without_thebe(conf: Path) -> None:
+    """Drop sphinx-thebe from the generated ``conf.py``: Jupyter Book always loads it, it would fetch thebe
+    from unpkg.com on use, and its inline script is written twice per page (a console error). The site has
+    no live kernel; "Open in Colab" is its way to run a page."""
+    text = conf.read_text(encoding="utf-8")
+    if "'sphinx_thebe', " not in text:
+        raise RuntimeError(f"{conf}: expected Jupyter Book to list 'sphinx_thebe' in extensions")
+    conf.write_text(text.replace("'sphinx_thebe', ", ""), encoding="utf-8")
+
+
 def build(book: Book, out: Path, *, staging: Path | None = None, jobs: int = 1) -> list[Path]:
     """Build the static book into ``out`` (replaced); returns its HTML pages, ``index.html`` first.
 
@@ -66,6 +76,7 @@ def build(book: Book, out: Path, *, staging: Path | None = None, jobs: int = 1) 
     if jb is None:
         raise ImportError("no jupyter-book command next to this Python: pip install -e '.[book]'")
     _run([jb, "config", "sphinx", str(src)], "jupyter-book config sphinx")
+    _without_thebe(src / "conf.py")
     if out.exists():
         shutil.rmtree(out)
     started = time.perf_counter()

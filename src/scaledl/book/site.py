@@ -167,6 +167,8 @@ def config_yaml(book: Book) -> str:
             "extra_extensions": ["sphinx-mathjax-offline"],
             "config": {
                 "nb_ipywidgets_js": {},  # require.js and the widget manager would load from a CDN
+                # pydata-sphinx-theme logs an error for an empty mode (Jupyter Book sets none)
+                "html_context": {"default_mode": "light"},
                 "bibtex_reference_style": "author_year",
                 "bibtex_default_style": "plain",
                 "suppress_warnings": ["mystnb.unknown_mime_type", "myst.header"],
