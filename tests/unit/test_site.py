@@ -155,6 +155,14 @@ def test_a_solution_block_left_in_a_page_is_refused(small_book, tmp_path):
         stage(load(small_book), tmp_path / "src")
 
 
+def test_a_hidden_test_left_in_a_page_is_refused(small_book, tmp_path):
+    nb = chapter_nb()
+    nb.cells[1].source = "### BEGIN HIDDEN TESTS\nassert f(3) == 9\n### END HIDDEN TESTS"
+    nbfile.write(nb, small_book / "chapters/00_a.ipynb")
+    with pytest.raises(ValueError, match=r"cell 1: holds a '### BEGIN HIDDEN TESTS' block"):
+        stage(load(small_book), tmp_path / "src")
+
+
 def test_the_book_sources_are_never_a_staging_folder(small_book):
     with pytest.raises(ValueError, match="dest=.*never in the book's own sources"):
         stage(load(small_book), small_book / "chapters" / "site")

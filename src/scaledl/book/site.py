@@ -32,6 +32,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 ANSWER_KEY_TAGS = frozenset({"answer-key", "solution"})  # worked answers: never on the site
 BIBLIOGRAPHY = "bibliography"  # the page's name (bibliography.md) in the staged tree
 COLAB = "https://colab.research.google.com/github"
+# nbgrader's markers: a solution, and tests kept from students (graded only)
+SECRET_BLOCK = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)\b.*$", re.M)
 BRANCH = "main"  # the branch Colab opens; book.toml names a repository, not a branch
 
 
@@ -78,18 +80,18 @@ def for_the_site(nb, links: str, cite=None):
     cell passed through ``cite`` (a function of its source) when given.
 
     Raises:
-        ValueError: a code cell still holds a ``### BEGIN SOLUTION`` block.
+        ValueError: a code cell still holds a ``### BEGIN SOLUTION`` or ``### BEGIN HIDDEN TESTS`` block.
     """
-    from scaledl.labs.release import BEGIN
-
     nb = copy.deepcopy(nb)
     cells, linked = [], False
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown" and ANSWER_KEY_TAGS.intersection(cell.get("metadata", {}).get("tags", [])):
             continue
         if cell.cell_type == "code":
-            if any(BEGIN.match(line) for line in cell.source.splitlines()):
-                raise ValueError(f"cell {i}: holds a '### BEGIN SOLUTION' block; the site shows no solution")
+            marker = SECRET_BLOCK.search(cell.source)
+            if marker:
+                raise ValueError(f"cell {i}: holds a '{marker.group(0).strip()}' block; the site shows no "
+                                 f"solution and no hidden test")
             for out in cell.get("outputs", []):
                 data = out.get("data", {})
                 if WIDGET_VIEW in data and len(data) > 1:
