@@ -125,6 +125,16 @@ def test_notebook_pages_link_to_colab_download_and_bibliography(page, served):
     assert page.url.endswith("/bibliography.html") and page.locator(".citation, dd, .bibliography li").count() > 0
 
 
+def test_an_explorer_shows_its_text_and_stored_default_figure(page, served):
+    base, _ = served
+    page.goto(f"{base}/chapters/01_hardware_paces_deep_learning.html")
+    explorer = page.locator(".cell_output", has_text="Interactive explorer").first
+    assert explorer.is_visible()
+    figure = explorer.locator("img").first
+    assert figure.is_visible()
+    assert page.evaluate("(img) => img.naturalWidth", figure.element_handle()) > 100  # the PNG loaded
+
+
 def test_search_finds_a_term(page, served):
     base, _ = served
     page.goto(f"{base}/search.html?q=roofline")
