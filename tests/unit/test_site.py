@@ -1,6 +1,6 @@
 """Staging the static book (scaledl.book.site, scaledl.book.cite): the toc follows book.toml, no answer key and
 no solution reaches a page, labs come from their student versions. No Sphinx run here (tests/browser/test_site.py
-builds the site); these take about 5 s, most of it staging the real book once."""
+builds the site); about 2 s, most of it staging the real book once."""
 
 import json
 from pathlib import Path
