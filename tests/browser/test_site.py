@@ -5,7 +5,7 @@ code or answer-key text.
 The site is built once per session (`site` fixture: Jupyter Book over the real book, about 15-25 s on two
 cores) and served from a local HTTP server; Chromium is given no route to the network except 127.0.0.1, so
 anything a page fetched from a CDN would fail and show up as a console error. The solution scan reads the
-built HTML and needs no browser. Measured on two busy cores: the build 14-17 s, the whole file 45-70 s.
+built HTML and needs no browser. Measured on two busy cores: the build 14-26 s, the whole file 45-75 s.
 """
 
 from __future__ import annotations
