@@ -16,7 +16,7 @@ help:
 	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
 	@echo "make test-unit      tests/ only (no notebooks)"
 	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
-	@echo "make book           a static HTML copy of the book in _build/html"
+	@echo "make book           the static book (Jupyter Book, offline) in _build/html"
 	@echo "make doctor         what backend the book will use, and why"
 
 $(STAMP): pyproject.toml
@@ -54,9 +54,11 @@ test-unit: $(STAMP)
 test-notebooks: $(STAMP)
 	SCALEDL_BACKEND=simulator $(PY) -m pytest $$($(PY) -m scaledl book list --validated) $(NBVAL_ARGS)
 
+# Jupyter Book 1.x over a tree staged from book.toml in _build/site-src (student labs only, no answer keys);
+# nothing is executed. Offline: MathJax is bundled. Search's page excerpts need http, not file://.
 book: $(STAMP)
 	$(PY) -m scaledl book html --out _build/html
-	@echo "Static copy written; open _build/html/index.html"
+	@echo "Static book written to _build/html; view it with: $(PY) -m http.server -d _build/html 8000"
 
 bench: $(STAMP)
 	$(PY) -m scaledl bench

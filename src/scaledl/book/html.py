@@ -1,43 +1,91 @@
-"""A static HTML copy of the book (``make book``): each executed notebook through nbconvert, plus an index
-page built from book.toml. Works offline; widgets are drawn from the state stored at execution time."""
+"""The static book (``make book``): Jupyter Book 1.x over a source tree staged from book.toml.
+
+:func:`build` stages the sources next to the output folder (:func:`scaledl.book.site.stage`: student labs
+only, no answer keys, toc and config generated), lets Jupyter Book write Sphinx's ``conf.py`` from the
+staged ``_config.yml``, and runs Sphinx's HTML builder into ``out``. Nothing is executed: every page shows
+the outputs stored in its notebook. The site works offline: MathJax is bundled (sphinx-mathjax-offline) and
+no widget JavaScript is loaded; :func:`remote_assets` lists any script, stylesheet or image that a page
+would still fetch from the network, and :func:`build` refuses a site that has one.
+
+Jupyter Book 1.x rather than 2: version 2 builds HTML only with network access.
+"""
 
 from __future__ import annotations
 
-import html
+import re
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-import nbformat
-from nbconvert import HTMLExporter
-
+from scaledl.book.site import stage
 from scaledl.book.toc import Book
 
+# <script src="http...">, <link href="http..."> (stylesheets, fonts, icons) and <img src="http...">: what a
+# browser fetches on its own. Plain <a href="https://..."> links (Colab, the repository) are only followed
+# when clicked.
+_REMOTE = re.compile(r"<(script|link|img|iframe)\b[^>]*?\b(?:src|href)=[\"'](?:https?:)?//[^\"']+", re.I)
 
-def build(book: Book, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    exporter = HTMLExporter(template_name="lab")
-    written, rows = [], []
-    for pid, ptitle in book.parts:
-        rows.append(f"<h2>Part {html.escape(pid)}: {html.escape(ptitle)}</h2><ul>")
-        for e in (e for e in book.entries if e.part == pid):
-            label = f"{html.escape(e.id)} {html.escape(e.title)}"
-            if not e.validated or not book.path(e.executed_file).is_file():
-                rows.append(f"<li>{label} <em>(planned)</em></li>")
-                continue
-            nb = nbformat.read(book.path(e.executed_file), as_version=4)
-            body, _ = exporter.from_notebook_node(nb)
-            target = out / (Path(e.executed_file).stem + ".html")
-            target.write_text(body, encoding="utf-8")
-            written.append(target)
-            gpu = " (GPU recommended)" if e.gpu else ""
-            rows.append(f'<li><a href="{target.name}">{label}</a>{gpu}'
-                        f'{" <em>(draft)</em>" if e.status == "draft" else ""}</li>')
-        rows.append("</ul>")
+
+def remote_assets(site: Path) -> list[str]:
+    """``page: tag`` for each script, stylesheet, image or frame a page of ``site`` loads from the network."""
+    found = []
+    for page in sorted(Path(site).rglob("*.html")):
+        for m in _REMOTE.finditer(page.read_text(encoding="utf-8", errors="replace")):
+            found.append(f"{page.relative_to(site)}: {m.group(0)[:160]}")
+    return found
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+
+
+def _without_thebe(conf: Path) -> None:
+    """Drop sphinx-thebe from the generated ``conf.py``: Jupyter Book always loads it, it would fetch thebe
+    from unpkg.com on use, and its inline script is written twice per page (a console error). The site has
+    no live kernel; "Open in Colab" is its way to run a page."""
+    text = conf.read_text(encoding="utf-8")
+    if "'sphinx_thebe', " not in text:
+        raise RuntimeError(f"{conf}: expected Jupyter Book to list 'sphinx_thebe' in extensions")
+    conf.write_text(text.replace("'sphinx_thebe', ", ""), encoding="utf-8")
+
+
+def build(book: Book, out: Path, *, staging: Path | None = None, jobs: int = 1) -> list[Path]:
+    """Build the static book into ``out`` (replaced); returns its HTML pages, ``index.html`` first.
+
+    Args:
+        staging: where the source tree is staged; default ``out``'s sibling ``site-src``.
+        jobs: Sphinx worker processes (``-j``).
+
+    Raises:
+        ImportError: Jupyter Book is not installed (the ``[book]`` extra).
+        RuntimeError: Jupyter Book or Sphinx failed (with the end of its log), or a page loads something from
+            the network.
+    """
+    try:
+        import jupyter_book  # noqa: F401
+    except ImportError:
+        raise ImportError("the static book needs Jupyter Book 1.x: pip install -e '.[book]'") from None
+    out = Path(out).resolve()
+    src = stage(book, Path(staging) if staging else out.parent / "site-src")
+    bindir = Path(sys.executable).parent
+    jb = shutil.which("jupyter-book", path=str(bindir)) or shutil.which("jupyter-book")
+    if jb is None:
+        raise ImportError("no jupyter-book command next to this Python: pip install -e '.[book]'")
+    _run([jb, "config", "sphinx", str(src)], "jupyter-book config sphinx")
+    _without_thebe(src / "conf.py")
+    if out.exists():
+        shutil.rmtree(out)
+    started = time.perf_counter()
+    _run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", str(jobs), "-d", str(src / "_doctrees"),
+          str(src), str(out)], "sphinx-build")
+    remote = remote_assets(out)
+    if remote:
+        raise RuntimeError("the site would load from the network (it must work offline):\n" + "\n".join(remote))
+    pages = sorted(p for p in out.rglob("*.html") if "_static" not in p.parts)
     index = out / "index.html"
-    index.write_text(
-        "<!doctype html><meta charset='utf-8'><title>{t}</title>"
-        "<body style='font-family:sans-serif;max-width:50em;margin:auto'>"
-        "<h1>{t}</h1><p>{authors}. {lic}</p>{rows}</body>".format(
-            t=html.escape(book.title), authors=html.escape(", ".join(book.authors)),
-            lic=html.escape(book.license), rows="\n".join(rows)),
-        encoding="utf-8")
-    return [index, *written]
+    build.seconds = time.perf_counter() - started  # how long Sphinx took, for `make book`'s message
+    return [index, *(p for p in pages if p != index)]

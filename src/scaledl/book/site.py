@@ -1,0 +1,254 @@
+"""Stage the static book's source tree for Jupyter Book 1.x, generated from ``book.toml``.
+
+:func:`stage` writes a folder that ``jupyter-book`` (Sphinx, myst-nb, sphinx-book-theme) builds as it is,
+without executing anything and without reading ``chapters/`` or ``labs/`` again:
+
+* ``_toc.yml`` and ``_config.yml`` generated from book.toml: one caption per part, its chapters then its labs,
+  a planned entry as a short "coming" page, then the guides (``docs/*.md``) and the bibliography;
+* every chapter with its ``answer-key`` cells removed, its stored outputs kept (an explorer's widget view
+  is dropped, keeping its text and the default figure it stored under it);
+* every lab from its **student** version: ``labs/labNN_*.ipynb``, or, when that copy holds a student's own
+  work on this machine, a fresh :func:`~scaledl.labs.release.student_version` of the solution. A solution
+  notebook is never copied;
+* under each notebook's title, an "Open in Colab" link (from book.toml ``repository``), a download link and a
+  link to the bibliography, whose references it cites (:mod:`scaledl.book.cite`) are linked to it.
+
+The source tree never touches the book's own folders: everything is written under ``dest``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from scaledl.book.toc import Book, Entry
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+ANSWER_KEY_TAGS = frozenset({"answer-key", "solution"})  # worked answers: never on the site
+BIBLIOGRAPHY = "bibliography"  # the page's name (bibliography.md) in the staged tree
+COLAB = "https://colab.research.google.com/github"
+# nbgrader's markers: a solution, and tests kept from students (graded only)
+SECRET_BLOCK = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)\b.*$", re.M)
+BRANCH = "main"  # the branch Colab opens; book.toml names a repository, not a branch
+
+
+def github_slug(repository: str) -> str | None:
+    """``ORG/REPO`` of a GitHub repository URL, or None for another host (Colab opens GitHub only).
+
+    >>> github_slug("https://github.com/YOUR-ORG/scaling-deep-learning.git")
+    'YOUR-ORG/scaling-deep-learning'
+    >>> github_slug("https://gitlab.com/org/repo") is None
+    True
+    """
+    m = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?/?", repository.strip())
+    return f"{m.group(1)}/{m.group(2)}" if m else None
+
+
+def colab_url(repository: str, path: str) -> str | None:
+    """The Colab address that opens ``path`` (relative to the repository root) of ``repository``.
+
+    >>> colab_url("https://github.com/ORG/REPO", "chapters/01_x.ipynb")
+    'https://colab.research.google.com/github/ORG/REPO/blob/main/chapters/01_x.ipynb'
+    """
+    slug = github_slug(repository)
+    return f"{COLAB}/{slug}/blob/{BRANCH}/{path}" if slug else None
+
+
+def page_name(entry: Entry) -> str:
+    """The staged page of an entry, without suffix: its notebook's path, or ``coming/ID`` when planned."""
+    return str(Path(entry.file).with_suffix("")) if entry.validated else f"coming/{entry.id}"
+
+
+def lab_source(book: Book, entry: Entry):
+    """The notebook a lab page is built from: the student copy on disk, unless it holds a student's own work
+    (then a fresh student version of the solution). Never the solution itself."""
+    from scaledl.labs.release import student_version, student_work_kept
+
+    if student_work_kept(book, entry) or not book.path(entry.file).is_file():
+        return student_version(nbformat.read(book.path(entry.solution), as_version=4))
+    return nbformat.read(book.path(entry.file), as_version=4)
+
+
+def for_the_site(nb, links: str, cite=None):
+    """A copy of ``nb`` as the site shows it: answer keys removed, widget views dropped (their text/plain
+    fallback and the stored figure stay), ``links`` inserted under the first ``#`` heading, and each markdown
+    cell passed through ``cite`` (a function of its source) when given.
+
+    Raises:
+        ValueError: a code cell still holds a ``### BEGIN SOLUTION`` or ``### BEGIN HIDDEN TESTS`` block.
+    """
+    nb = copy.deepcopy(nb)
+    cells, linked = [], False
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and ANSWER_KEY_TAGS.intersection(cell.get("metadata", {}).get("tags", [])):
+            continue
+        if cell.cell_type == "code":
+            marker = SECRET_BLOCK.search(cell.source)
+            if marker:
+                raise ValueError(f"cell {i}: holds a '{marker.group(0).strip()}' block; the site shows no "
+                                 f"solution and no hidden test")
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if WIDGET_VIEW in data and len(data) > 1:
+                    del data[WIDGET_VIEW]
+        if cell.cell_type == "markdown":
+            if cite is not None:
+                cell.source = cite(cell.source)
+            if not linked:
+                cell.source, linked = _insert_links(cell.source, links)
+        cells.append(cell)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)  # no widget manager is loaded: the views above were dropped
+    return nb
+
+
+def _insert_links(source: str, links: str) -> tuple[str, bool]:
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("# "):
+            return "\n".join(lines[: i + 1] + ["", links, ""] + lines[i + 1:]), True
+    return source, False
+
+
+def links_line(book: Book, entry: Entry) -> str:
+    """The line under a notebook page's title: Open in Colab, download, bibliography."""
+    name = Path(entry.file).name
+    up = "../" * (len(Path(entry.file).parts) - 1)
+    items = []
+    url = colab_url(book.repository, entry.file)
+    if url:
+        items.append(f"[Open in Colab]({url})")
+    items.append(f"{{download}}`Download the notebook <{name}>`")
+    items.append(f"[Bibliography]({up}{BIBLIOGRAPHY}.md)")
+    return " · ".join(items)
+
+
+def coming_page(entry: Entry) -> str:
+    what = "chapter" if entry.kind == "chapter" else "lab"
+    title = entry.title if entry.kind == "lab" else f"{entry.id} {entry.title}"
+    return (f"# {title} (coming)\n\nThis {what} is planned: it is listed in the book's table of contents "
+            f"but not written yet.\n")
+
+
+def toc_yaml(book: Book, guides: list[str]) -> str:
+    """``_toc.yml`` (jb-book format) for the parts and entries of book.toml, the guides and the bibliography.
+
+    Written as JSON, which is YAML, so no YAML library is needed and every title is quoted."""
+    parts = []
+    for pid, title in book.parts:
+        entries = [e for e in book.entries if e.part == pid]
+        ordered = [e for e in entries if e.kind == "chapter"] + [e for e in entries if e.kind == "lab"]
+        if ordered:
+            parts.append({"caption": f"Part {pid}: {title}",
+                          "chapters": [{"file": page_name(e)} for e in ordered]})
+    if guides:
+        parts.append({"caption": "Guides", "chapters": [{"file": g} for g in guides]})
+    parts.append({"caption": "References", "chapters": [{"file": BIBLIOGRAPHY}]})
+    return json.dumps({"format": "jb-book", "root": "index", "parts": parts}, indent=1) + "\n"
+
+
+def config_yaml(book: Book) -> str:
+    """``_config.yml``: no execution, offline MathJax, the bibliography, no widget JavaScript (from a CDN),
+    Colab launch buttons, search."""
+    slug = github_slug(book.repository)
+    config = {
+        "title": book.title,
+        "author": ", ".join(book.authors),
+        "copyright": book.license,
+        "only_build_toc_files": True,
+        "exclude_patterns": ["_build", "**.ipynb_checkpoints"],
+        "execute": {"execute_notebooks": "off"},
+        "bibtex_bibfiles": ["references.bib"],
+        "html": {"use_download_button": True, "use_repository_button": bool(slug), "home_page_in_navbar": True},
+        "sphinx": {
+            "extra_extensions": ["sphinx-mathjax-offline"],
+            "config": {
+                "nb_ipywidgets_js": {},  # require.js and the widget manager would load from a CDN
+                # pydata-sphinx-theme logs an error for an empty mode (Jupyter Book sets none)
+                "html_context": {"default_mode": "light"},
+                "bibtex_reference_style": "author_year",
+                "bibtex_default_style": "plain",
+                "suppress_warnings": ["mystnb.unknown_mime_type", "myst.header"],
+            },
+        },
+        "latex": {"latex_documents": {"targetname": "book.tex"}},
+    }
+    if slug:
+        config["repository"] = {"url": f"https://github.com/{slug}", "branch": BRANCH, "path_to_book": ""}
+        config["launch_buttons"] = {"colab_url": "https://colab.research.google.com", "notebook_interface": "classic"}
+    return json.dumps(config, indent=1) + "\n"
+
+
+def index_page(book: Book, subtitle: str = "") -> str:
+    lines = [f"# {book.title}", ""]
+    if subtitle:
+        lines += [f"*{subtitle}*", ""]
+    lines += [f"{', '.join(book.authors)}. {book.license}", ""]
+    parts = dict(book.parts)
+    for pid, title in book.parts:
+        lines += [f"## Part {pid}: {parts[pid]}", ""]
+        for e in (e for e in book.entries if e.part == pid):
+            label = e.title if e.kind == "lab" else f"{e.id} {e.title}"
+            note = " (coming)" if not e.validated else (" (GPU recommended)" if e.gpu else "")
+            lines.append(f"- [{label}]({page_name(e)}.{'ipynb' if e.validated else 'md'}){note}")
+        lines.append("")
+    lines += [f"See also the [bibliography]({BIBLIOGRAPHY}.md).", ""]
+    return "\n".join(lines)
+
+
+def stage(book: Book, dest: Path) -> Path:
+    """Write the site's source tree for ``book`` into ``dest`` (emptied first); returns ``dest``.
+
+    Raises:
+        ValueError: ``dest`` is the book's root or inside chapters/ or labs/ (they are never written), or a
+            notebook page would show a solution.
+    """
+    import tomllib
+
+    from scaledl.book.cite import Citations
+
+    dest = Path(dest).resolve()
+    root = book.root.resolve()
+    if dest == root or any(dest.is_relative_to(root / d) for d in ("chapters", "labs", "docs")):
+        raise ValueError(f"dest={dest}: the site is staged in a build folder, never in the book's own sources")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    bib = book.path("references.bib")
+    cite = None
+    if bib.is_file():
+        shutil.copyfile(bib, dest / "references.bib")
+        cite = Citations.from_bib(bib.read_text(encoding="utf-8")).link
+    else:
+        (dest / "references.bib").write_text("", encoding="utf-8")
+    for e in book.entries:
+        target = dest / (page_name(e) + (".ipynb" if e.validated else ".md"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not e.validated:
+            target.write_text(coming_page(e), encoding="utf-8")
+            continue
+        nb = lab_source(book, e) if e.kind == "lab" else nbformat.read(book.path(e.file), as_version=4)
+        try:
+            page = for_the_site(nb, links_line(book, e), cite)
+        except ValueError as err:
+            raise ValueError(f"{e.file}: {err}") from None
+        nbformat.write(page, target)
+    guides = []
+    for md in sorted(book.path("docs").glob("*.md")) if book.path("docs").is_dir() else []:
+        (dest / "docs").mkdir(exist_ok=True)
+        shutil.copyfile(md, dest / "docs" / md.name)
+        guides.append(f"docs/{md.stem}")
+    (dest / f"{BIBLIOGRAPHY}.md").write_text(
+        "# Bibliography\n\nThe source documents the book is built from and the literature its chapters cite "
+        "(`references.bib`).\n\n```{bibliography}\n:all:\n```\n", encoding="utf-8")
+    with open(book.path("book.toml"), "rb") as f:
+        subtitle = tomllib.load(f).get("book", {}).get("subtitle", "")
+    (dest / "index.md").write_text(index_page(book, subtitle), encoding="utf-8")
+    (dest / "_toc.yml").write_text(toc_yaml(book, guides), encoding="utf-8")
+    (dest / "_config.yml").write_text(config_yaml(book), encoding="utf-8")
+    return dest
