@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scaledl.labs import dgc_checks as D
 
@@ -242,3 +244,46 @@ def test_compressed_training_check_on_a_short_run():
     stale = D.check_compressed_training(model, data, red, steps=h.steps - 1, target_accuracy=0.0, min_ratio=1,
                                         report=None)
     _fail(stale, "fresh reducer")
+
+
+# --------------------------------------------------------------------------- the specification, by property
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 40), steps=st.integers(1, 8), ratio=st.floats(0.01, 1.0), seed=st.integers(0, 2**16))
+def test_spec_topk_ef_keeps_the_invariant_exactly(n, steps, ratio, seed):
+    grads = D._ef_gradients(n, steps, np.random.default_rng(seed))
+    sent, residual = D.spec_topk_ef(grads, ratio)
+    have = np.sum(np.asarray(sent, np.float64), axis=0) + residual
+    assert np.array_equal(have, np.sum(np.asarray(grads, np.float64), axis=0))
+    assert all(np.count_nonzero(s) <= D.spec_k(ratio, n) for s in sent)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 30), steps=st.integers(1, 10), momentum=st.sampled_from([0.0, 0.5, 0.9, 0.99]),
+       seed=st.integers(0, 2**16))
+def test_spec_dgc_at_ratio_one_is_momentum_sgd_and_with_masking_plain_sgd(n, steps, momentum, seed):
+    from scaledl.nn.optim import SGD
+
+    rng = np.random.default_rng(seed)
+    grads = [rng.standard_normal(n).astype(np.float32) for _ in range(steps)]
+    sent, _, v = D.spec_dgc(grads, 1.0, momentum, masking=False)
+    opt = SGD(lr=0.1, momentum=momentum) if momentum else None
+    for g, s in zip(grads, sent):
+        if opt is not None:
+            opt.step({"w": np.zeros(n, np.float32)}, {"w": g})
+            assert np.array_equal(s, opt.velocity["w"])
+        else:
+            assert np.array_equal(s, g)
+    assert not v.any()
+    sent, u, _ = D.spec_dgc(grads, 1.0, momentum, masking=True)
+    assert all(np.array_equal(s, g) for s, g in zip(sent, grads)) and not u.any()
+
+
+def test_a_malformed_message_is_a_failure_that_says_what_was_expected():
+    class Dense(TopKEF):
+        def compress(self, grad, key=""):
+            return grad.copy()
+
+    r = D.check_error_feedback(Dense, report=None)
+    assert not r.passed and "tuple (indices, values)" in str(r)
+    r = D.check_dgc(lambda ratio, momentum=0.9, masking=True: Dense(ratio), report=None)
+    assert not r.passed and "tuple (indices, values)" in str(r)

@@ -256,6 +256,10 @@ def check_error_feedback(make, *, steps: int = 12, seed: int = 0, report=sys.std
         got, got_res = _run_ef(make, {"w": hand}, 0.5)
     except NotImplementedError as err:
         return _not_written(result, err, "Task 1.2").finish(report=report)
+    except (TypeError, ValueError) as err:
+        result.passed = False
+        result.lines.append(f"FAIL: {err}")
+        return result.finish("top-k with error feedback", report=report)
     spec_sent, spec_res = spec_topk_ef(hand, 0.5)
     if all(np.array_equal(a, b) for a, b in zip(got["w"], spec_sent)) and np.array_equal(got_res["w"], spec_res):
         result.lines.append(f"ok   {label}: sent {', '.join(_fmt(s) for s in spec_sent)}; residual {_fmt(spec_res)}")
