@@ -1,0 +1,555 @@
+"""Lab 06 checks: top-k with error feedback, Deep Gradient Compression, and the compressed exchange.
+
+Each check compares the student's code with an *independent* specification written here in a few lines of
+plain NumPy and Python (never with :mod:`scaledl.comm.compression`, which a student might call), prints
+``Yours`` beside ``Spec`` on a mismatch, and names the classic bug the mismatch points to:
+
+========================================  ================================================================
+what the check sees                        what it most likely means
+========================================  ================================================================
+top-k picks the largest *signed* values    rank by magnitude ``|v|``: a large negative gradient matters too
+top-k differs only where ``|v|`` ties      ties must go to the lower index (a stable sort)
+sent + residual > the sum of gradients     the residual was not cleared where it was sent: counted twice
+sent + residual < the sum of gradients     what was not sent was dropped (no local accumulation)
+values differ, invariant holds             the values sent came from the gradient, not the accumulator
+DGC at ratio 1 sends g, not the momentum   no momentum correction: accumulate u = m u + g, not g
+DGC at ratio 1 close to, not equal to      the state left float32 or the order differs: ``u *= m; u += g``
+momentum SGD
+u not zero where sent (masking on)         momentum factor masking is missing
+reducer bytes != 8 per sent element        the count is not the encoded message (4 B index + 4 B value)
+========================================  ================================================================
+
+Every check first catches ``NotImplementedError`` from an unwritten stub and says the task is not
+written yet, instead of a traceback from deep inside the check.
+
+``tests/unit/test_lab06_checks.py`` proves each row of this table on a deliberately buggy version.
+
+>>> import numpy as np
+>>> spec_top_k(np.float32([3, -5, 1, 5]), 2).tolist()     # |-5| = |5|: ties to the lower index
+[1, 3]
+>>> sent, residual = spec_topk_ef([np.float32([1, -4, 2, 0.5])] * 2, 0.5)
+>>> [s.tolist() for s in sent], residual.tolist()
+([[0.0, -4.0, 2.0, 0.0], [2.0, -4.0, 0.0, 0.0]], [0.0, 0.0, 2.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from scaledl.labs.check import CheckResult
+
+__all__ = ["spec_top_k", "spec_k", "spec_topk_ef", "spec_dgc", "check_top_k", "check_error_feedback",
+           "check_dgc", "check_reducer", "check_compressed_training", "compression_ratio"]
+
+SHOWN = 5
+EF_SIZES = (1, 7, 37, 101, (5, 13))  # odd sizes, none a multiple of another, one 2-D
+EF_RATIOS = (0.01, 0.1, 0.3, 1.0)
+BYTES_PER_SENT = 8  # a uint32 index and a float32 value
+
+
+# ----------------------------------------------------------------------------------- the specification
+def spec_k(ratio: float, n: int) -> int:
+    """Elements sent of a tensor of ``n``: ceil(ratio n), at least one."""
+    return min(n, max(1, math.ceil(ratio * n)))
+
+
+def spec_top_k(v, k: int) -> np.ndarray:
+    """Sorted flat indices of the ``k`` largest ``|v|``, ties to the lower index (plain Python sort)."""
+    flat = [abs(float(x)) for x in np.asarray(v).ravel()]
+    chosen = sorted(range(len(flat)), key=lambda i: (-flat[i], i))[:k]
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def spec_topk_ef(grads, ratio: float):
+    """Top-k with local accumulation on a sequence of gradients of one tensor: (dense sent per step, final
+    residual), in float32 as the student's code computes it."""
+    r = np.zeros_like(np.asarray(grads[0], np.float32))
+    sent = []
+    for g in grads:
+        r = r + np.asarray(g, np.float32)
+        flat = r.ravel()
+        idx = spec_top_k(flat, spec_k(ratio, flat.size))
+        s = np.zeros_like(flat)
+        s[idx] = flat[idx]
+        flat[idx] = 0
+        sent.append(s.reshape(r.shape))
+    return sent, r
+
+
+def spec_dgc(grads, ratio: float, momentum: float, masking: bool):
+    """DGC's momentum correction (u <- m u + g, v <- v + u, send top-k of v, clear it there) with optional
+    momentum factor masking (clear u there too): (dense sent per step, final u, final v), in float32."""
+    m = np.float32(momentum)
+    u = np.zeros_like(np.asarray(grads[0], np.float32))
+    v = np.zeros_like(u)
+    sent = []
+    for g in grads:
+        u = m * u + np.asarray(g, np.float32)
+        v = v + u
+        fv, fu = v.ravel(), u.ravel()
+        idx = spec_top_k(fv, spec_k(ratio, fv.size))
+        s = np.zeros_like(fv)
+        s[idx] = fv[idx]
+        fv[idx] = 0
+        if masking:
+            fu[idx] = 0
+        sent.append(s.reshape(v.shape))
+    return sent, u, v
+
+
+# ------------------------------------------------------------------------------------------- helpers
+def _hint(result, text):
+    if text not in result.hints:
+        result.hints.append(text)
+
+
+class NotWritten(CheckResult):
+    """The result of a check whose task still raises NotImplementedError: ``raise_if_failed`` says so
+    (NotImplementedError, "... is not written yet") instead of pointing at a Yours/Spec table there is none of."""
+
+    task: str = "the task"
+
+    def raise_if_failed(self):
+        raise NotImplementedError(f"{self.task} is not written yet: write it above, then run its check again")
+
+
+def _not_written(result, err, task: str):
+    out = NotWritten(result.name, passed=False, lines=list(result.lines))
+    out.task = task
+    out.lines.append(f"NOT WRITTEN YET: {task} still raises NotImplementedError({str(err)!r}); write it above "
+                     "and run this cell again")
+    return out
+
+
+def _fmt(a) -> str:
+    return "[" + ", ".join(f"{float(x):g}" for x in np.asarray(a).ravel()) + "]"
+
+
+def _differences(yours, spec, what: str, limit=SHOWN):
+    yours, spec = np.asarray(yours).ravel(), np.asarray(spec).ravel()
+    bad = np.flatnonzero(yours != spec)
+    return [f"    {what}[{int(i)}]:  Yours: {float(yours[i])!r}  Spec: {float(spec[i])!r}" for i in bad[:limit]]
+
+
+def _dense(message, shape, dtype=np.float32):
+    """The student's (indices, values) as a dense array; TypeError/ValueError for a malformed message."""
+    if not (isinstance(message, tuple) and len(message) == 2):
+        raise TypeError(f"compress() must return a tuple (indices, values), got {type(message).__name__}")
+    idx, values = (np.asarray(x) for x in message)
+    n = math.prod(shape)
+    if idx.ndim != 1 or values.shape != idx.shape:
+        raise ValueError(f"compress() returned indices of shape {idx.shape} and values of shape {values.shape}; "
+                         "expected two 1-D arrays of the same length")
+    if idx.size and (not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"compress() returned indices {idx[:SHOWN].tolist()}...; expected flat integer indices "
+                         f"in 0..{n - 1}")
+    out = np.zeros(n, dtype)
+    out[idx] = values
+    return out.reshape(shape), idx
+
+
+def _ef_gradients(size, steps: int, rng) -> list[np.ndarray]:
+    """Random gradients that are multiples of 1/8 below 2^6: every sum of them is exact in float32, so the
+    error-feedback invariant must hold with ``==``, whatever the order of additions."""
+    shape = size if isinstance(size, tuple) else (size,)
+    return [(rng.integers(-64, 65, shape) / 8).astype(np.float32) for _ in range(steps)]
+
+
+# --------------------------------------------------------------------------------------------- top-k
+def top_k_cases(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [
+        ("hand: [3, -1, 4, -1, 5], k = 2", np.float32([3, -1, 4, -1, 5]), 2),
+        ("hand: [0.5, -7, 2, 6], k = 1 (a negative is largest)", np.float32([0.5, -7, 2, 6]), 1),
+        ("ties: [2, -2, 1, 2, -2], k = 3", np.float32([2, -2, 1, 2, -2]), 3),
+        ("k = n = 5", np.float32([1, -2, 3, -4, 5]), 5),
+        ("random, n = 37, k = 4", rng.standard_normal(37).astype(np.float32), 4),
+        ("random, n = 101, k = 1", rng.standard_normal(101).astype(np.float32), 1),
+        ("random ties (multiples of 1/4), n = 64, k = 9", (rng.integers(-4, 5, 64) / 4).astype(np.float32), 9),
+    ]
+
+
+def check_top_k(yours, *, report=sys.stdout) -> CheckResult:
+    """``yours(v, k)`` must return the sorted flat indices of the ``k`` largest ``|v|`` of a 1-D ``v``,
+    ties to the lower index."""
+    result = CheckResult("top_k")
+    cases = top_k_cases()
+    for label, v, k in cases:
+        spec = spec_top_k(v, k)
+        try:
+            got = np.asarray(yours(v.copy(), k))
+        except NotImplementedError as err:
+            return _not_written(result, err, "Task 1.1").finish(report=report)
+        if got.shape == spec.shape and np.issubdtype(got.dtype, np.integer) and np.array_equal(got, spec):
+            result.lines.append(f"ok   {label}: {spec.tolist() if spec.size <= 10 else f'{spec.size} indices'}")
+            continue
+        result.passed = False
+        result.lines.append(f"FAIL {label}")
+        result.lines.append(f"    Yours: {got.tolist()}")
+        result.lines.append(f"    Spec:  {spec.tolist()}")
+        if got.shape != spec.shape:
+            _hint(result, f"return exactly k indices (got {got.size} for k = {k}).")
+        elif not np.issubdtype(got.dtype, np.integer):
+            _hint(result, "return integer indices into v, not the values.")
+        elif np.array_equal(np.sort(got), spec):
+            _hint(result, "the right indices in the wrong order: return them sorted (np.sort), as a sparse "
+                          "message lists them.")
+        elif np.array_equal(np.sort(got), np.sort(np.argsort(-v, kind="stable")[:k])):
+            _hint(result, "you ranked by the signed value: rank by magnitude |v|; a large negative gradient "
+                          "moves the weights as much as a large positive one.")
+        elif np.unique(np.abs(v)).size < v.size and \
+                np.array_equal(np.sort(np.abs(v)[got]), np.sort(np.abs(v)[spec])):
+            _hint(result, "the right magnitudes, but ties broken the other way: among equal |v| keep the lower "
+                          "index. np.argsort(-np.abs(v), kind='stable') does it (the default sort is not stable).")
+        else:
+            _hint(result, "compare Yours and Spec: Spec is the k largest |v|, listed in index order.")
+    return result.finish(f"top-k on {len(cases)} cases", report=report)
+
+
+# ------------------------------------------------------------------------------------ error feedback
+def _hand_table(result, label, got_sent, got_res, spec_sent, spec_res):
+    """Yours beside Spec, step by step, for a hand-computed case."""
+    result.lines.append(f"FAIL {label}:")
+    for t, (gs, ss) in enumerate(zip(got_sent, spec_sent), 1):
+        mark = "  " if np.array_equal(gs, ss) else "<-"
+        result.lines.append(f"    step {t} sent      Yours: {_fmt(gs):28s} Spec: {_fmt(ss)} {mark}")
+    for name, g, s in zip(("residual", "velocity u"), got_res, spec_res):
+        mark = "  " if np.array_equal(g, s) else "<-"
+        result.lines.append(f"    final {name:10s} Yours: {_fmt(g):28s} Spec: {_fmt(s)} {mark}")
+
+
+def _state(compressor, attr: str, key: str, shape):
+    store = getattr(compressor, attr, None)
+    if not isinstance(store, dict) or key not in store:
+        raise TypeError(f"the compressor must keep its {attr} in a dict by key (compressor.{attr}[{key!r}])")
+    return np.asarray(store[key]).reshape(shape)
+
+
+def _run_ef(make, grads_by_key, ratio):
+    """Feed interleaved keys to one compressor; per key the dense sent arrays and the final residual."""
+    c = make(ratio)
+    sent = {key: [] for key in grads_by_key}
+    steps = len(next(iter(grads_by_key.values())))
+    for t in range(steps):
+        for key, grads in grads_by_key.items():
+            g = grads[t]
+            s, _ = _dense(c.compress(g.copy(), key), g.shape, g.dtype)
+            sent[key].append(s)
+    return sent, {key: _state(c, "residuals", key, grads[0].shape).copy() for key, grads in grads_by_key.items()}
+
+
+def check_error_feedback(make, *, steps: int = 12, seed: int = 0, report=sys.stdout) -> CheckResult:
+    """``make(ratio)`` must return a fresh top-k compressor with local accumulation: ``compress(grad, key)``
+    returns ``(indices, values)`` and ``residuals[key]`` holds what was not sent yet.
+
+    Checks a hand-computed case, then at every size of ``EF_SIZES`` and ratio of ``EF_RATIOS`` (two keys
+    interleaved) the invariant sent + residual == sum of the gradients exactly (the gradients are multiples
+    of 1/8, so every sum is exact), the count k = ceil(ratio n) per step, and the values against the spec.
+    """
+    result = CheckResult("top-k with error feedback")
+    hand = [np.float32([1, -4, 2, 0.5]), np.float32([1, 1, -1, 0.5]), np.float32([-3, 1, 0.5, 2])]
+    label = "hand: 4 elements, ratio 0.5 (k = 2), 3 steps"
+    try:
+        got, got_res = _run_ef(make, {"w": hand}, 0.5)
+    except NotImplementedError as err:
+        return _not_written(result, err, "Task 1.2").finish(report=report)
+    except (TypeError, ValueError) as err:
+        result.passed = False
+        result.lines.append(f"FAIL: {err}")
+        return result.finish("top-k with error feedback", report=report)
+    spec_sent, spec_res = spec_topk_ef(hand, 0.5)
+    if all(np.array_equal(a, b) for a, b in zip(got["w"], spec_sent)) and np.array_equal(got_res["w"], spec_res):
+        result.lines.append(f"ok   {label}: sent {', '.join(_fmt(s) for s in spec_sent)}; residual {_fmt(spec_res)}")
+    else:
+        result.passed = False
+        _hand_table(result, label, got["w"], [got_res["w"]], spec_sent, [spec_res])
+    rng = np.random.default_rng(seed)
+    for ratio in EF_RATIOS:
+        bad = []
+        for size in EF_SIZES:
+            grads_by_key = {"a": _ef_gradients(size, steps, rng), "b": _ef_gradients(size, steps, rng)}
+            sent, res = _run_ef(make, grads_by_key, ratio)
+            for key, grads in grads_by_key.items():
+                total = np.sum(np.asarray(grads, np.float64), axis=0)
+                have = np.sum(np.asarray(sent[key], np.float64), axis=0) + res[key]
+                n = total.size
+                counts = [int(np.count_nonzero(s)) for s in sent[key]]
+                spec_sent, spec_res = spec_topk_ef(grads, ratio)
+                tag = f"size {size}, ratio {ratio}, key {key!r}"
+                if not np.array_equal(have, total):
+                    bad.append(tag)
+                    result.lines.append(f"FAIL {tag}: sent + residual != sum of the gradients")
+                    result.lines += _differences(have, total, "sent + residual")
+                    if np.any(res[key][sent[key][-1] != 0] != 0):
+                        _hint(result, "sent + residual is too large where something was sent: after sending, "
+                                      "set the residual to 0 at the sent indices, or it is sent again later.")
+                    else:
+                        _hint(result, "what was not sent is lost: keep it in the residual (residual += grad, "
+                                      "send the top k of the residual, clear only the sent entries).")
+                    break
+                if any(c > spec_k(ratio, n) for c in counts):
+                    bad.append(tag)
+                    result.lines.append(f"FAIL {tag}: sent {max(counts)} elements in a step; k = "
+                                        f"ceil({ratio} x {n}) = {spec_k(ratio, n)}")
+                    _hint(result, "send k = ceil(ratio n) elements (at least one) per step and tensor.")
+                    break
+                if not all(np.array_equal(a, b) for a, b in zip(sent[key], spec_sent)):
+                    bad.append(tag)
+                    t = next(i for i, (a, b) in enumerate(zip(sent[key], spec_sent)) if not np.array_equal(a, b))
+                    result.lines.append(f"FAIL {tag}: the invariant holds but step {t + 1} sends other values")
+                    result.lines += _differences(sent[key][t], spec_sent[t], f"sent at step {t + 1}")
+                    _hint(result, "send the k largest entries of the accumulated residual (residual + grad), "
+                                  "not of this step's gradient alone.")
+                    break
+            if bad and bad[-1].startswith(f"size {size}"):
+                break
+        if bad:
+            result.passed = False
+        else:
+            result.lines.append(f"ok   ratio {ratio}: sent + residual == sum of {steps} gradients exactly, "
+                                f"at sizes {list(EF_SIZES)}, two keys interleaved")
+    return result.finish(f"top-k with error feedback at {len(EF_RATIOS)} ratios and {len(EF_SIZES)} sizes",
+                         report=report)
+
+
+# ------------------------------------------------------------------------------------------------ DGC
+def _run_dgc(make, grads, ratio, momentum, masking, key="w"):
+    c = make(ratio, momentum=momentum, masking=masking)
+    sent = []
+    for g in grads:
+        s, _ = _dense(c.compress(g.copy(), key), g.shape, g.dtype)
+        sent.append(s)
+    shape = grads[0].shape
+    return sent, _state(c, "velocity", key, shape).copy(), _state(c, "residuals", key, shape).copy()
+
+
+def _dense_momentum_sgd(make, grads, momentum, lr=0.05, seed=1):
+    """Weights after len(grads) steps of dense momentum SGD (scaledl.nn.SGD), and after the same steps of
+    momentum-free SGD on what the student's DGC sends at ratio 1."""
+    from scaledl.nn.optim import SGD
+
+    w0 = np.random.default_rng(seed).standard_normal(grads[0].shape).astype(np.float32)
+    dense, yours = {"w": w0.copy()}, {"w": w0.copy()}
+    dense_opt, plain_opt = SGD(lr=lr, momentum=momentum), SGD(lr=lr, momentum=0.0)
+    c = make(1.0, momentum=momentum, masking=False)
+    for g in grads:
+        dense_opt.step(dense, {"w": g.copy()})
+        s, _ = _dense(c.compress(g.copy(), "w"), g.shape, g.dtype)
+        plain_opt.step(yours, {"w": s})
+    return yours["w"], dense["w"]
+
+
+def check_dgc(make, *, seed: int = 0, report=sys.stdout, tasks: str = "Task 2.1") -> CheckResult:
+    """``make(ratio, momentum=, masking=)`` must return a fresh DGC compressor: ``compress(grad, key)`` returns
+    ``(indices, values)``; ``velocity[key]`` is u and ``residuals[key]`` is v.
+
+    Checks, against :func:`spec_dgc` and :class:`scaledl.nn.SGD`: ratio 1 without masking is dense momentum
+    SGD exactly (20 steps on random float32 gradients at odd sizes, weights compared bit for bit); ratio 1
+    with masking is plain SGD; two hand-computed cases (momentum 0.5, dyadic values, exact) with masking off
+    and on; random sparse cases against the float32 spec.
+    """
+    result = CheckResult("DGC")
+    rng = np.random.default_rng(seed)
+    m = 0.9
+    # 1. nothing dropped, no masking: dense momentum SGD, bit for bit
+    try:
+        for size in (1, 37, (5, 13)):
+            shape = size if isinstance(size, tuple) else (size,)
+            grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(20)]
+            yours, dense = _dense_momentum_sgd(make, grads, m)
+            if np.array_equal(yours, dense):
+                result.lines.append(f"ok   ratio 1, masking off, size {size}: 20 steps of SGD on what you send "
+                                    "== dense momentum SGD, bit for bit")
+                continue
+            result.passed = False
+            result.lines.append(f"FAIL ratio 1, masking off, size {size}: weights after 20 steps differ from "
+                                "dense momentum SGD (scaledl.nn.SGD(momentum=0.9))")
+            result.lines += _differences(yours, dense, "w")
+            sent, _, _ = _run_dgc(make, grads[:2], 1.0, m, False)
+            if np.array_equal(sent[1], grads[1]):
+                _hint(result, "at ratio 1 you send the raw gradient: that is SGD without momentum. Momentum "
+                              "correction accumulates the velocity: u = m u + g, then v = v + u, send from v.")
+            elif np.allclose(yours, dense, rtol=1e-5, atol=1e-6):
+                _hint(result, "close to momentum SGD but not bit for bit: keep u and v float32 and update in "
+                              "the optimizer's order, u *= m; u += g; v += u (a float64 intermediate or "
+                              "g + m u computed another way rounds differently).")
+            else:
+                _hint(result, "compare Yours and Spec: with nothing dropped DGC must be momentum SGD, "
+                              "u = m u + g and send v = v + u (which is u, since v is cleared every step).")
+            break
+        # 2. nothing dropped, masking on: u is cleared everywhere each step, so it sends g: plain SGD
+        grads = [rng.standard_normal(7).astype(np.float32) for _ in range(5)]
+        sent, u, _ = _run_dgc(make, grads, 1.0, m, True)
+    except NotImplementedError as err:
+        return _not_written(result, err, tasks).finish(report=report)
+    except (TypeError, ValueError) as err:
+        result.passed = False
+        result.lines.append(f"FAIL: {err}")
+        return result.finish("DGC", report=report)
+    masked_ok = all(np.array_equal(s, g) for s, g in zip(sent, grads)) and not u.any()
+    if masked_ok:
+        result.lines.append("ok   ratio 1, masking on: sends g every step and keeps u = 0 (plain SGD, as it must)")
+    else:
+        result.passed = False
+        result.lines.append("FAIL ratio 1, masking on: masking clears u wherever v is sent, so at ratio 1 "
+                            "DGC sends g and u stays 0")
+        result.lines += _differences(u, np.zeros_like(u), "u after 5 steps")
+        _hint(result, "momentum factor masking: after sending, set u (the velocity) to 0 at the sent indices, "
+                      "as well as v.")
+    # 3. hand cases, exact
+    hand = [np.float32([1, -2, 0.5, 0.25]), np.float32([0.5, 1, -1, 2]), np.float32([-1, 0.5, 1, 1])]
+    for masking in (False, True):
+        label = f"hand: 4 elements, ratio 0.25 (k = 1), momentum 0.5, masking {'on' if masking else 'off'}"
+        sent, u, v = _run_dgc(make, hand, 0.25, 0.5, masking)
+        s_sent, s_u, s_v = spec_dgc(hand, 0.25, 0.5, masking)
+        if all(np.array_equal(a, b) for a, b in zip(sent, s_sent)) and np.array_equal(u, s_u) and \
+                np.array_equal(v, s_v):
+            result.lines.append(f"ok   {label}: sent {', '.join(_fmt(s) for s in s_sent)}")
+            continue
+        result.passed = False
+        _hand_table(result, label, sent, [v, u], s_sent, [s_v, s_u])
+        if masking and not np.array_equal(u, s_u) and np.array_equal(u, spec_dgc(hand, 0.25, 0.5, False)[1]):
+            _hint(result, "with masking on, u must be cleared where v was sent (momentum factor masking).")
+        elif not masking and not np.array_equal(u, s_u):
+            _hint(result, "with masking off, u must keep its value where v was sent; only v is cleared.")
+    # 4. random sparse cases against the float32 spec
+    for size, ratio in ((101, 0.05), ((5, 13), 0.1), (37, 0.01)):
+        shape = size if isinstance(size, tuple) else (size,)
+        grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(10)]
+        for masking in (False, True):
+            sent, u, v = _run_dgc(make, grads, ratio, m, masking)
+            s_sent, s_u, s_v = spec_dgc(grads, ratio, m, masking)
+            tag = f"size {size}, ratio {ratio}, momentum {m}, masking {'on' if masking else 'off'}"
+            if all(np.array_equal(a, b) for a, b in zip(sent, s_sent)) and np.array_equal(u, s_u) and \
+                    np.array_equal(v, s_v):
+                result.lines.append(f"ok   {tag}: 10 steps equal the spec")
+            else:
+                result.passed = False
+                t = next((i for i, (a, b) in enumerate(zip(sent, s_sent)) if not np.array_equal(a, b)), None)
+                result.lines.append(f"FAIL {tag}: " + (f"step {t + 1} sends other values" if t is not None
+                                                         else "the state (u, v) after 10 steps differs"))
+                result.lines += (_differences(sent[t], s_sent[t], f"sent at step {t + 1}") if t is not None
+                                 else _differences(v, s_v, "v") + _differences(u, s_u, "u"))
+    if not result.passed and not result.hints:
+        _hint(result, "compare Yours and Spec: u = m u + g; v = v + u; send the top k of |v|; clear v there "
+                      "(and u too when masking).")
+    return result.finish("DGC: momentum correction and masking", report=report)
+
+
+# ------------------------------------------------------------------------------------------- reducer
+class _Scripted:
+    """A stand-in compressor whose messages are fixed in advance (per call), so the reducer check does not
+    depend on the student's compressors."""
+
+    def __init__(self, worker: int):
+        self.worker, self.calls = worker, []
+
+    def compress(self, grad, key=""):
+        self.calls.append(key)
+        n = np.asarray(grad).size
+        idx = np.arange(self.worker % n, n, 3)[: 1 + self.worker % 2]
+        return idx, np.asarray(grad).ravel()[idx] * np.float32(self.worker + 1)
+
+
+def check_reducer(make_reducer, *, report=sys.stdout) -> CheckResult:
+    """``make_reducer(compressors)`` must return a reducer for :func:`scaledl.nn.train`: called with one dict
+    of gradients per worker, it has worker w's compressor compress each of w's tensors, adds the decoded
+    messages, and appends the bytes all workers sent in the step (8 per sent element) to ``sent_bytes`` and
+    the dense float32 bytes they would have sent to ``dense_bytes``."""
+    result = CheckResult("compressed reducer")
+    workers = 3
+    comps = [_Scripted(w) for w in range(workers)]
+    rng = np.random.default_rng(5)
+    grads = [{"fc.W": rng.integers(-8, 9, (4, 5)).astype(np.float32),
+              "fc.b": rng.integers(-8, 9, 5).astype(np.float32)} for _ in range(workers)]
+    try:
+        red = make_reducer(comps)
+        out = red([{k: v.copy() for k, v in g.items()} for g in grads])
+    except NotImplementedError as err:
+        return _not_written(result, err, "Task 3.1").finish(report=report)
+    spec, nnz = {}, 0
+    for name in grads[0]:
+        total = np.zeros_like(grads[0][name])
+        for w, g in enumerate(grads):
+            idx, vals = _Scripted(w).compress(g[name], name)
+            flat = np.zeros(g[name].size, np.float32)
+            flat[idx] = vals
+            total += flat.reshape(g[name].shape)
+            nnz += idx.size
+        spec[name] = total
+    for name in spec:
+        got = np.asarray(out.get(name, np.full(spec[name].shape, np.nan)) if isinstance(out, dict) else np.nan)
+        if got.shape == spec[name].shape and np.array_equal(got, spec[name]):
+            result.lines.append(f"ok   {name}: the sum of 3 workers' decoded messages")
+        else:
+            result.passed = False
+            result.lines.append(f"FAIL {name}: not the sum of the workers' decoded messages")
+            if got.shape == spec[name].shape:
+                result.lines += _differences(got, spec[name], name)
+            else:
+                result.lines.append(f"    Yours: {got!r}  Spec: shape {spec[name].shape}")
+            _hint(result, "each worker w compresses its own tensors with compressors[w]; scatter every message's "
+                          "values into zeros of the tensor's shape and add the workers' arrays.")
+    if any(c.calls != list(grads[0]) for c in comps):
+        result.passed = False
+        result.lines.append(f"FAIL compress() calls per worker: {[c.calls for c in comps]}; expected one per "
+                            f"tensor, with its name as key: {list(grads[0])}")
+        _hint(result, "call compressors[w].compress(grad, name) once per tensor, passing the tensor's name as "
+                      "the key, so each tensor keeps its own residual.")
+    sent = list(getattr(red, "sent_bytes", []))
+    dense = list(getattr(red, "dense_bytes", []))
+    want_dense = workers * 4 * sum(g.size for g in grads[0].values())
+    if sent == [BYTES_PER_SENT * nnz] and dense == [want_dense]:
+        result.lines.append(f"ok   bytes: sent_bytes {sent}, dense_bytes {dense}")
+    else:
+        result.passed = False
+        result.lines.append(f"FAIL bytes after one step:  Yours: sent_bytes {sent}, dense_bytes {dense}  "
+                            f"Spec: [{BYTES_PER_SENT * nnz}], [{want_dense}]")
+        _hint(result, "per step append the length of all workers' encoded messages (a uint32 index and a "
+                      "float32 value per sent element: 8 bytes) to sent_bytes, and the float32 bytes of all "
+                      "workers' dense gradients (4 per element) to dense_bytes.")
+    return result.finish("the reducer's sum and byte count", report=report)
+
+
+def compression_ratio(reducer, steps: int | None = None) -> float:
+    """Dense float32 bytes over encoded bytes, over the last ``steps`` steps (all when None)."""
+    sent, dense = reducer.sent_bytes, reducer.dense_bytes
+    if steps is not None:
+        sent, dense = sent[-steps:], dense[-steps:]
+    return sum(dense) / sum(sent) if sum(sent) else float("nan")
+
+
+def check_compressed_training(model, data, reducer, *, steps: int, target_accuracy: float = 0.96,
+                              min_ratio: float = 100.0, report=sys.stdout) -> CheckResult:
+    """The trained ``model`` reaches ``target_accuracy`` on ``data``'s test set while ``reducer`` (from
+    Task 3.1) recorded between 1 and ``steps`` exchanges (``History.steps``; :func:`scaledl.nn.train` skips a
+    trailing minibatch smaller than the number of workers) that sent ``min_ratio`` times fewer bytes than
+    dense float32."""
+    from scaledl.nn.train import evaluate
+
+    result = CheckResult("compressed training")
+    acc = evaluate(model, data.x_test, data.y_test)[1]
+    ok = acc >= target_accuracy
+    result.passed &= ok
+    result.lines.append(f"{'ok  ' if ok else 'FAIL'} test accuracy {100 * acc:.2f} % (needed: "
+                        f"{100 * target_accuracy:.1f} %)")
+    recorded = len(reducer.sent_bytes)
+    ratio = compression_ratio(reducer)
+    ok = 0 < recorded <= steps and len(reducer.dense_bytes) == recorded and min(reducer.sent_bytes, default=0) > 0
+    result.passed &= ok
+    if not ok:
+        result.lines.append(f"FAIL the reducer recorded {recorded} exchanges with bytes {reducer.sent_bytes[:3]}...; "
+                            f"training took {steps} steps (a trailing minibatch smaller than the number of "
+                            "workers is skipped), and each exchange must send something")
+        _hint(result, "make a fresh reducer for the run, and pass it to train(..., reducer=reducer).")
+    ok = ok and ratio >= min_ratio
+    result.passed &= ok
+    result.lines.append(f"{'ok  ' if ok else 'FAIL'} compression {ratio:.1f}x over the whole run, from the "
+                        f"encoded bytes (needed: {min_ratio:g}x)")
+    if not result.passed and not result.hints:
+        _hint(result, "DGC keeps accuracy at 0.1 % density when the momentum lives in the compressor "
+                      "(SGD(momentum=0) outside) and training runs long enough for the residuals to catch up.")
+    return result.finish("compressed data-parallel training", report=report)
