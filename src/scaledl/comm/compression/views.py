@@ -170,13 +170,14 @@ def format_table(rows: list[Summary], baseline: str | None = None) -> str:
     points, and both compression ratios (whole run and last epoch)."""
     base = next((r for r in rows if r.label == baseline), None)
     width = max(len(r.label) for r in rows) + 2
-    head = f"{'':{width}s}{'accuracy %':>15s}" + (f"{'vs ' + baseline:>14s}" if base else "")
+    vs = max(14, len(baseline or "") + 6)
+    head = f"{'':{width}s}{'accuracy %':>15s}" + (f"{'vs ' + baseline:>{vs}s}" if base else "")
     lines = [head + f"{'ratio (run)':>13s}{'ratio (last)':>14s}"]
     for r in rows:
         acc = f"{100 * r.accuracy_mean:.2f} +- {100 * r.accuracy_std:.2f}"
         line = f"{r.label:{width}s}{acc:>15s}"
         if base:
-            line += f"{100 * (r.accuracy_mean - base.accuracy_mean):+14.2f}"
+            line += f"{100 * (r.accuracy_mean - base.accuracy_mean):+{vs}.2f}"
         lines.append(line + f"{r.ratio_run:12.1f}x{r.ratio_last:13.1f}x")
     return "\n".join(lines)
 
