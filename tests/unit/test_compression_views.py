@@ -4,6 +4,7 @@ parameter counts, the widget views, and the MPI run equal to the simulated one."
 import math
 
 import matplotlib
+import numpy as np
 import pytest
 
 from scaledl.comm import cost
@@ -108,3 +109,17 @@ def test_mpi_run_equals_the_simulated_workers():
     want = V.train_compressed("dgc", digits(), workers=2, epochs=2, seed=1, sizes=(64, 16, 10), ratio=0.01)
     assert got["accuracy"] == want.accuracy and got["ratio"] == pytest.approx(want.ratio_run, rel=1e-12)
     assert got["exchanges"] == len(want.step_nbytes)
+
+
+def test_exact_topk_breaks_ties_towards_the_lowest_index():
+    from scaledl.comm.compression.sparse import select_topk
+
+    mag = np.float32([1, 5, 3, 3, 0, 3, 5, 3])
+    assert select_topk(mag, 3).tolist() == [1, 2, 6]        # 5, 5, then the first of four 3s
+    assert select_topk(mag, 5).tolist() == [1, 2, 3, 5, 6]
+    rng = np.random.default_rng(0)
+    vals = rng.integers(0, 4, 1000).astype(np.float32)      # many ties
+    for k in (1, 10, 250, 999):
+        got = select_topk(vals, k)
+        want = np.sort(np.argsort(-vals, kind="stable")[:k])  # a stable sort: ties by index
+        assert got.tolist() == want.tolist()
