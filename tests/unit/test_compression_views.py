@@ -123,3 +123,13 @@ def test_exact_topk_breaks_ties_towards_the_lowest_index():
         got = select_topk(vals, k)
         want = np.sort(np.argsort(-vals, kind="stable")[:k])  # a stable sort: ties by index
         assert got.tolist() == want.tolist()
+
+
+def test_dgc_fill_in_of_real_messages(data):
+    got = V.dgc_fill_in(data, workers=4, ratio=0.1, epochs=1, sizes=(16, 8, 4), batch_size=20)
+    n = 16 * 8 + 8 + 8 * 4 + 4
+    assert got["n"] == n and len(got["nnz_per_worker"]) == 4
+    assert max(got["nnz_per_worker"]) <= got["real_result_nnz"] <= min(n, sum(got["nnz_per_worker"]))
+    assert got["dense_ring_nbytes"] == 2 * 3 * n * 4
+    with pytest.raises(ValueError, match=r"workers must be"):
+        V.dgc_fill_in(data, workers=1)

@@ -34,7 +34,7 @@ from scaledl.comm.topology import NVLINK4_H100_Bps, NVLINK_HOP_LATENCY_s
 
 __all__ = ["Trained", "Summary", "calls_per_epoch", "train_compressed", "compare", "format_table",
            "NETWORKS", "step_times", "time_to_accuracy", "break_even_compute_s", "sparse_fill_in",
-           "ALEXNET_LAYERS", "SQUEEZENET_FIRE", "alexnet_parameters", "squeezenet_parameters",
+           "dgc_fill_in", "ALEXNET_LAYERS", "SQUEEZENET_FIRE", "alexnet_parameters", "squeezenet_parameters",
            "time_view", "fill_in_view"]
 
 # The two networks of the chapter, as (alpha seconds per message, beta seconds per byte).
@@ -254,6 +254,46 @@ def sparse_fill_in(n: int, ranks, densities, *, seed: int = 0) -> list[tuple]:
             dense_rounds = sum(1 for rnd in out.rounds if all(dense for *_, dense in rnd))
             rows.append((p, d, out.nbytes, out.dense_nbytes, ring, float((out.result != 0).mean()), dense_rounds))
     return rows
+
+
+def dgc_fill_in(data, *, workers: int = 8, ratio: float = 0.01, epochs: int = 2, seed: int = 0,
+                sizes=(64, 128, 10), batch_size: int = 64) -> dict:
+    """Fill-in of *real* DGC messages against random supports of the same size.
+
+    Trains the MLP with DGC (no warm-up) and keeps the messages of the last exchange; each worker's
+    messages, concatenated over the tensors, is one sparse vector. Returns the nonzeros per worker, and for
+    the real vectors and for random supports with the same nonzeros per worker: the nonzeros of the sum and
+    the bytes of :func:`~scaledl.comm.sparse_allreduce.sparse_allreduce`.
+    """
+    from scaledl.comm.sparse_allreduce import sparse_allreduce
+    from scaledl.nn import SGD, mlp, train
+
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 2:
+        raise ValueError(f"workers must be an integer >= 2, got {workers!r}")
+    reducer = compressed_reducer("dgc", workers, seed=seed, ratio=ratio, warmup_epochs=0)
+    last: dict[int, dict] = {}
+    for w, c in enumerate(reducer.compressors):
+        def compress(g, key="", _orig=c.compress, _w=w):
+            msg = _orig(g, key=key)
+            last.setdefault(_w, {})[key] = msg
+            return msg
+        c.compress = compress
+    model = mlp(list(sizes), seed=seed)
+    train(model, data, epochs=epochs, batch_size=batch_size, workers=workers, reducer=reducer,
+          optimizer=SGD(lr=0.05, momentum=0.0), seed=seed)
+    real = [np.concatenate([m.decode().ravel() for m in last[w].values()]).astype(np.float64) for w in range(workers)]
+    n = real[0].size
+    nnz = [int(np.count_nonzero(v)) for v in real]
+    rng = np.random.default_rng(seed)
+    rand = []
+    for k in nnz:
+        v = np.zeros(n)
+        v[rng.choice(n, k, replace=False)] = 1.0
+        rand.append(v)
+    a, b = sparse_allreduce(real), sparse_allreduce(rand)
+    return {"n": n, "nnz_per_worker": nnz, "real_result_nnz": int(np.count_nonzero(a.result)),
+            "real_nbytes": a.nbytes, "random_result_nnz": int(np.count_nonzero(b.result)),
+            "random_nbytes": b.nbytes, "dense_ring_nbytes": 2 * (workers - 1) * n * 4}
 
 
 # AlexNet as Krizhevsky et al. 2012 trained it (the two-GPU grouping of conv2, conv4 and conv5), as
