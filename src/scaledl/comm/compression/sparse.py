@@ -16,7 +16,8 @@ Distributed Training", ICLR 2018) adds four parts to it, each switchable for abl
   (the paper lists 75, 93.75, 98.4375, 99.6, 99.9 %, whose first three are 1 - 4^-(e+1) exactly; the two
   schedules differ by at most 0.12 points, in epoch 0).
 
-Top-k selection is exact (``np.argpartition``) or ``sampled``: a threshold from the k-th largest of a random
+Top-k selection is exact (the k largest; among equal magnitudes at the threshold the lowest indices, so the
+choice does not depend on which partition algorithm NumPy dispatches to on this CPU) or ``sampled``: a threshold from the k-th largest of a random
 sample (``sample_fraction``, 1 % by default as in the paper), then the k largest of the candidates above it
 when there are more than k, or just the candidates when there are fewer (the rest accumulate locally).
 
@@ -59,7 +60,7 @@ def select_topk(magnitude: np.ndarray, k: int, rng=None, sample_fraction: float 
     if k >= n:
         return np.arange(n, dtype=np.uint32)
     if sample_fraction is None:
-        idx = np.argpartition(magnitude, n - k)[n - k:]
+        idx = _largest(magnitude, k)
     else:
         m = min(n, max(k, math.ceil(sample_fraction * n)))
         sample = magnitude[rng.integers(0, n, m)]
@@ -67,8 +68,19 @@ def select_topk(magnitude: np.ndarray, k: int, rng=None, sample_fraction: float 
         threshold = np.partition(sample, m - k_sample)[m - k_sample]
         idx = np.flatnonzero(magnitude >= threshold)
         if idx.size > k:
-            idx = idx[np.argpartition(magnitude[idx], idx.size - k)[idx.size - k:]]
+            idx = idx[_largest(magnitude[idx], k)]
     return np.sort(idx).astype(np.uint32)
+
+
+def _largest(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest of ``values`` (0 < k < size), ties at the k-th largest value broken
+    towards the lowest index. ``np.argpartition`` breaks ties however its algorithm happens to, and NumPy
+    picks that algorithm by CPU (SIMD sorting networks where the CPU has them): equal magnitudes are common
+    in gradients (two input pixels that are equal over a whole batch give equal weight gradients), and a
+    different tie choice sends different elements and changes the training from there on."""
+    t = np.partition(values, values.size - k)[values.size - k]  # the k-th largest value: the same everywhere
+    above = np.flatnonzero(values > t)
+    return np.concatenate([above, np.flatnonzero(values == t)[:k - above.size]])
 
 
 class TopK(Compressor):
