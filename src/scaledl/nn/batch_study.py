@@ -73,7 +73,7 @@ def run(data, *, batch_size: int, lr: float, max_steps: int, target: float | Non
         warmup_epochs: Goyal et al.'s gradual warm-up from ``lr * base_batch_size / batch_size`` up to ``lr``
             over this many epochs (0: none). ``base_batch_size`` defaults to 32.
         staleness: gradients delayed by this many steps (asynchronous SGD, :mod:`scaledl.nn.stale`).
-        eval_every: test-set evaluation interval in steps (default: about 1/8 epoch, at least 1, so small
+        eval_every: test-set evaluation interval in steps (default: about 1/32 epoch, at least 1, so small
             and large batches are timed at similar resolution in samples, and large ones at every step).
         workers, reducer: simulated data-parallel workers and their reducer (see :func:`scaledl.nn.train`).
 
@@ -95,7 +95,7 @@ def run(data, *, batch_size: int, lr: float, max_steps: int, target: float | Non
         base = base_batch_size or 32
         schedule = gradual_warmup(b / base, max(1, round(warmup_epochs * steps_per_epoch)))
     optimizer = SGD(lr=float(lr), momentum=momentum, schedule=schedule)
-    every = eval_every or max(1, steps_per_epoch // 8)
+    every = eval_every or max(1, steps_per_epoch // 32)
     diverged = []
 
     def stop_if_diverged(step, model, hist):
