@@ -46,7 +46,7 @@ class Run:
     diverged: bool
     warmup_epochs: float = 0.0
     staleness: int = 0
-    epochs: float = 0.0            # steps taken, in epochs of the training set
+    epochs: float = 0.0            # steps taken / steps per epoch (a trailing partial batch is a step)
     eval_step: tuple = field(default=(), repr=False)
     test_accuracy: tuple = field(default=(), repr=False)
 
@@ -110,7 +110,7 @@ def run(data, *, batch_size: int, lr: float, max_steps: int, target: float | Non
               eval_every=every, target_accuracy=target, callback=stop_if_diverged, workers=workers,
               grad_transform=StaleGradients(staleness) if staleness else None, **extra)
     r = Run(b, float(lr), seed, h.steps, h.steps_to_target, h.test_accuracy[-1], bool(diverged),
-            float(warmup_epochs), int(staleness), h.steps * b / data.n_train, tuple(h.eval_step),
+            float(warmup_epochs), int(staleness), h.steps / steps_per_epoch, tuple(h.eval_step),
             tuple(h.test_accuracy))
     return r
 
@@ -279,16 +279,18 @@ def _digits():
 
 
 def view_run(batch_size: int = 64, lr: float = 0.05, warmup_epochs: float = 0.0, target: float = 0.95,
-             max_samples: int = 20_000, data=None):
-    """Train the chapter's digits MLP once (live, well under a second at most settings) and plot test
-    accuracy against epochs; the title gives steps and epochs to ``target`` and the final accuracy."""
+             epochs: int = 30, max_steps: int = 2000, data=None):
+    """Train the chapter's digits MLP once, live, for at most ``epochs`` epochs and ``max_steps`` steps,
+    stopping at ``target``, and plot test accuracy against epochs (evaluated 4 times per epoch, or every
+    step); the title gives steps and epochs to ``target`` and the final accuracy. About a second at most
+    settings, a few seconds for a failing run at the smallest batch sizes."""
     import matplotlib.pyplot as plt
 
     data = data if data is not None else _digits()
     b = min(int(batch_size), data.n_train)
     r = run(data, batch_size=b, lr=float(lr), target=target, warmup_epochs=float(warmup_epochs),
-            max_steps=max(2, max_samples // b))
-    per_epoch = data.n_train / b
+            max_steps=min(max_steps, epochs * -(-data.n_train // b)), eval_every=max(1, -(-data.n_train // b) // 4))
+    per_epoch = -(-data.n_train // b)  # steps per epoch, the last batch partial
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     ax.plot(np.array(r.eval_step) / per_epoch, np.array(r.test_accuracy) * 100, "o-", ms=3)
     ax.axhline(target * 100, color="k", ls=":", lw=1)
