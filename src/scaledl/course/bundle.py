@@ -30,6 +30,12 @@ SECRET_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TE
 SECRET_TAGS = frozenset({"answer-key", "solution", "hidden-test", "hidden-tests"})
 
 
+def hidden_cell(cell) -> bool:
+    """True for a cell whose nbgrader metadata names it a hidden test (``grade_id`` or ``hidden``)."""
+    nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+    return any("hidden" in str(v).lower() for v in (nbgrader.get("grade_id", ""), nbgrader.get("hidden", "")))
+
+
 def is_student_bundle(root: Path) -> bool:
     """True when ``root/book.toml`` says ``student_bundle = true`` under ``[book]``."""
     with open(Path(root) / "book.toml", "rb") as f:

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from scaledl.book.toc import Book
-from scaledl.course.bundle import SECRET_MARKERS, SECRET_TAGS
+from scaledl.course.bundle import SECRET_MARKERS, SECRET_TAGS, hidden_cell
 
 _OPEN = re.compile(r"^\s*### BEGIN (SOLUTION|HIDDEN TESTS)")
 _CLOSE = re.compile(r"^\s*### END (SOLUTION|HIDDEN TESTS)")
@@ -44,17 +44,22 @@ def _split(source: str) -> tuple[set[str], set[str]]:
     return secret, public
 
 
+def _outputs(cell: dict) -> list[str]:
+    lines = []
+    for out in cell.get("outputs", []):
+        lines += "".join(out.get("text", "")).splitlines()
+        for value in out.get("data", {}).values():
+            if isinstance(value, (str, list)):
+                lines += "".join(value).splitlines()
+    return lines
+
+
 def _notebook_text(path: Path) -> list[str]:
     """Every line a notebook shows: cell sources and text outputs."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     lines = []
     for cell in nb.get("cells", []):
-        lines += "".join(cell.get("source", "")).splitlines()
-        for out in cell.get("outputs", []):
-            lines += "".join(out.get("text", "")).splitlines()
-            for value in out.get("data", {}).values():
-                if isinstance(value, (str, list)):
-                    lines += "".join(value).splitlines()
+        lines += "".join(cell.get("source", "")).splitlines() + _outputs(cell)
     return lines
 
 
@@ -77,12 +82,12 @@ def secret_lines(book: Book) -> set[str]:
             continue
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             source = "".join(cell.get("source", ""))
-            if SECRET_TAGS.intersection(cell.get("metadata", {}).get("tags", [])):
+            if SECRET_TAGS.intersection(cell.get("metadata", {}).get("tags", [])) or hidden_cell(cell):
                 secret |= {_norm(x) for x in source.splitlines()}
                 continue
             s, p = _split(source)
             secret |= s
-            public |= p
+            public |= p | {_norm(x) for x in _outputs(cell)}  # e.g. show_source() printing library code
     for path in [*book.root.glob("*.md"), *(book.root / "src").rglob("*.py")]:
         public |= {_norm(x) for x in _file_lines(path)}
     return {x for x in secret - public if len(x) >= MIN_CHARS}
@@ -103,7 +108,7 @@ def scan(folder: Path, secrets: set[str]) -> list[str]:
             for i, cell in enumerate(cells):
                 tags = SECRET_TAGS.intersection(cell.get("metadata", {}).get("tags", []))
                 found += [f"{rel}: cell {i} is tagged {t!r}" for t in sorted(tags)]
-                if "hidden" in json.dumps(cell.get("metadata", {}).get("nbgrader", {})).lower():
+                if hidden_cell(cell):
                     found.append(f"{rel}: cell {i} has nbgrader metadata naming a hidden test")
         hits = secrets.intersection(_norm(x) for x in lines)
         found += [f"{rel}: holds a line of a solution, hidden test or answer key: {h!r}" for h in sorted(hits)]

@@ -29,7 +29,7 @@ import nbformat
 
 from scaledl.book import nbfile
 from scaledl.book.toc import Book
-from scaledl.course.bundle import SECRET_TAGS, mark_book_toml, secret_markers
+from scaledl.course.bundle import SECRET_TAGS, hidden_cell, mark_book_toml, secret_markers
 
 HIDDEN_BEGIN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS\b")
 HIDDEN_END = re.compile(r"^[ \t]*### END HIDDEN TESTS\b")
@@ -65,11 +65,6 @@ def strip_hidden(source: str, where: str = "cell") -> str:
     return "\n".join(out)
 
 
-def _hidden_cell(cell) -> bool:
-    nbgrader = cell.get("metadata", {}).get("nbgrader", {})
-    return any("hidden" in str(v).lower() for v in (nbgrader.get("grade_id", ""), nbgrader.get("hidden", "")))
-
-
 def without_hidden(nb, name: str, *, keep_answer_markdown: bool):
     """A copy of ``nb`` without hidden tests, and without answer-key cells unless ``keep_answer_markdown``
     (a lab keeps them for :func:`scaledl.labs.release.student_version` to turn into empty answer cells)."""
@@ -78,7 +73,7 @@ def without_hidden(nb, name: str, *, keep_answer_markdown: bool):
     for i, cell in enumerate(nb.cells):
         tags = SECRET_TAGS.intersection(cell.get("metadata", {}).get("tags", []))
         answer = cell.cell_type == "markdown" and tags <= {"answer-key", "solution"}
-        if (tags and not (answer and keep_answer_markdown)) or _hidden_cell(cell):
+        if (tags and not (answer and keep_answer_markdown)) or hidden_cell(cell):
             continue
         stripped = strip_hidden(cell.source, where=f"{name} cell {i}")
         if stripped != cell.source and not stripped.strip():
