@@ -203,4 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, device.BackendError) as err:
         print(f"scaledl: error: {err}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as err:  # an optional package (scaledl._optional): say which extra brings it
+        from scaledl._optional import explain
+
+        command = " ".join(x for x in ("scaledl", args.command, getattr(args, f"{args.command}_command", None))
+                           if x)
+        text = explain(err, f"`{command}`")
+        if text is None:
+            raise
+        print(f"scaledl: error: {text}", file=sys.stderr)
+        return 2
     raise AssertionError(args.command)

@@ -13,9 +13,23 @@ def _name(requirement: str) -> str:
     return re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
+def _expand(requirements: list[str], extras: dict[str, list[str]]) -> list[str]:
+    """Requirements with the package's own extras (``scaledl[book]``) replaced by what they list."""
+    out = []
+    for r in requirements:
+        own = re.fullmatch(r"\s*scaledl\[([\w,\s-]+)\]\s*", r)
+        if own:
+            for extra in own.group(1).split(","):
+                out += _expand(extras[extra.strip()], extras)
+        else:
+            out.append(r)
+    return out
+
+
 def test_pyproject_and_environment_yml_agree():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pip_names = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    extras = project["optional-dependencies"]
+    pip_names = {_name(r) for r in _expand(project["dependencies"] + extras["dev"], extras)}
     text = (ROOT / "environment.yml").read_text().split("\ndependencies:", 1)[1]
     conda_lines = [ln.strip()[2:] for ln in text.splitlines()
                    if ln.strip().startswith("- ") and not ln.strip().startswith("- -e")]
