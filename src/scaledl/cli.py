@@ -25,8 +25,8 @@ DOCTOR_PACKAGES = ("numpy", "numba", "numba-cuda", "ml_dtypes", "ipywidgets", "j
                    "nbval", "cupy-cuda12x", "cupy-cuda13x")
 # Not needed to read and run the book; what each is for, said instead of "NOT INSTALLED".
 OPTIONAL_PACKAGES = {"nbval": "needed only for `make test` (pip install nbval, or the [dev] extra)",
-                     "jupyterlab": "needed only to open the book locally (`make lab`); Colab and a "
-                                   "JupyterHub bring their own"}
+                     "jupyterlab": "needed only to open the book locally (`make lab`, or the [lab] extra); "
+                                   "Colab and a JupyterHub bring their own"}
 
 
 def _version(dist: str) -> str | None:
