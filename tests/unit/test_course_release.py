@@ -2,7 +2,7 @@
 
 The leak checks do not trust the release code: they classify the source notebooks' lines by marker and tag
 themselves (scaledl.course.leaks), grep every file of the bundle, and are shown to catch planted leaks.
-Run time: about 25 s (three releases of the whole book, its `book check` and one chapter's imports).
+Run time: about 10 s (three releases of the whole book, its `book check` and one chapter's imports).
 """
 
 import json
