@@ -1,15 +1,19 @@
 # Two commands matter: `make lab` opens the book, `make test` proves it works.
-# Both create the virtual environment in .venv on first use (and again only when pyproject.toml changes).
+# Both create the virtual environment in .venv on first use (and again only when pyproject.toml changes):
+# `make lab` installs the package with its [lab] and [mpi] extras (JupyterLab, MPICH), `make test` with [dev]
+# (every extra and the test tools). A hosted runtime (Colab, Kaggle, a JupyterHub) needs neither: there the
+# notebooks' setup cell runs `pip install scaledl`, which pulls only what the chapters import.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+LAB_STAMP := $(VENV)/.installed-lab
 PORT   ?= 8888
 # Jupyter refuses to run as root unless told; containers and Colab-like machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test test-unit test-notebooks check book doctor bench clean-venv
+.PHONY: help lab test test-unit test-notebooks check book doctor bench release clean-venv
 
 help:
 	@echo "make lab            open JupyterLab on the book (prints the URL)"
@@ -18,11 +22,17 @@ help:
 	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
 	@echo "make book           the static book (Jupyter Book, offline) in _build/html"
 	@echo "make doctor         what backend the book will use, and why"
+	@echo "make release OUT=.. the students' copy of the book (no solutions) in OUT; ZIP=1 also OUT.zip"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
+
+$(LAB_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[lab,mpi]'
+	@touch $(LAB_STAMP)
 
 # `make lab` does not `jupyter trust` the book's notebooks, on purpose. Trusted, JupyterLab draws each
 # explorer's stored controls, disconnected: sliders that move and change nothing until the cell is run.
@@ -30,15 +40,15 @@ $(STAMP): pyproject.toml
 # fallback, a sentence asking the reader to run the cell, above the stored default figure (tests/browser
 # checks this). Trust is also a per-machine security decision about HTML/JavaScript outputs, which this
 # book does not need, and a fork or a course copy could change what is trusted.
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	@echo "Starting JupyterLab on the book. Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
 	$(VENV)/bin/jupyter lab --no-browser $(ALLOW_ROOT) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/chapters/00_getting_started.ipynb
 
-doctor: $(STAMP)
+doctor: $(LAB_STAMP)
 	$(PY) -m scaledl doctor
 
-check: $(STAMP)
+check: $(LAB_STAMP)
 	$(PY) -m scaledl book check
 
 # Committed outputs were made on the simulator, so notebooks are validated on it whatever the machine has.
@@ -62,6 +72,11 @@ book: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m scaledl bench
+
+# The student bundle (docs/instructor-guide.md): chapters without answer keys, student labs, the package.
+release: $(STAMP)
+	@test -n "$(OUT)" || { echo "usage: make release OUT=../course-students [ZIP=1] [FORCE=1]"; exit 2; }
+	$(PY) -m scaledl course release "$(OUT)" $(if $(ZIP),--zip) $(if $(FORCE),--force)
 
 clean-venv:
 	rm -rf $(VENV)

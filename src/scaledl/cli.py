@@ -7,6 +7,7 @@
     scaledl book html [--out DIR]   a static HTML copy of the book
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
     scaledl book readme             rewrite the README's table of chapters and labs from book.toml
+    scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
 """
 
@@ -24,8 +25,8 @@ DOCTOR_PACKAGES = ("numpy", "numba", "numba-cuda", "ml_dtypes", "ipywidgets", "j
                    "nbval", "cupy-cuda12x", "cupy-cuda13x")
 # Not needed to read and run the book; what each is for, said instead of "NOT INSTALLED".
 OPTIONAL_PACKAGES = {"nbval": "needed only for `make test` (pip install nbval, or the [dev] extra)",
-                     "jupyterlab": "needed only to open the book locally (`make lab`); Colab and a "
-                                   "JupyterHub bring their own"}
+                     "jupyterlab": "needed only to open the book locally (`make lab`, or the [lab] extra); "
+                                   "Colab and a JupyterHub bring their own"}
 
 
 def _version(dist: str) -> str | None:
@@ -90,11 +91,13 @@ def _book_command(args) -> int:
     book = load()
     if args.book_command == "check":
         from scaledl.book.check import check_book, student_work
+        from scaledl.course.bundle import check_bundle, is_student_bundle
 
-        problems = check_book(book)
+        bundle = is_student_bundle(book.root)  # a student bundle has no solutions to check labs against
+        problems = check_bundle(book) if bundle else check_book(book)
         for p in problems:
             print(p)
-        for f in student_work(book):
+        for f in [] if bundle else student_work(book):
             print(f"{f}: student work kept (edited or run since it was generated; no command overwrites it)")
         validated = sum(e.validated for e in book.entries)
         print(f"book check: {len(problems)} problem(s); {validated} of {len(book.entries)} notebooks validated, "
@@ -137,6 +140,21 @@ def _book_command(args) -> int:
     raise AssertionError(args.book_command)
 
 
+def _course_command(args) -> int:
+    from pathlib import Path
+
+    from scaledl.book import load
+
+    if args.course_command == "release":
+        from scaledl.course.release import release
+
+        written = release(load(), Path(args.out), force=args.force, zip_too=args.zip)
+        print(f"wrote a student bundle of {len(written)} files to {args.out}"
+              + (f" and {Path(args.out).name}.zip" if args.zip else ""))
+        return 0
+    raise AssertionError(args.course_command)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scaledl", description="The Scaling Deep Learning book's tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     bsub.add_parser("readme", help="rewrite README.md's table of chapters and labs (with statuses) from book.toml")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
+    course = sub.add_parser("course", help="run a course: release the student bundle")
+    csub = course.add_subparsers(dest="course_command", required=True)
+    rel = csub.add_parser("release", help="write the students' copy of the book: chapters without answer "
+                                          "keys, student labs, the package; no solution or hidden test")
+    rel.add_argument("out", help="folder to write (outside the repository); `git init` it or use --zip")
+    rel.add_argument("--force", action="store_true", help="replace a non-empty OUT's contents (keeps its .git)")
+    rel.add_argument("--zip", action="store_true", help="also write OUT.zip, for an LMS")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
                                          "baseline measured in the same run")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")
@@ -168,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             return doctor()
         if args.command == "book":
             return _book_command(args)
+        if args.command == "course":
+            return _course_command(args)
         if args.command == "bench":
             from scaledl.kernels.bench import main as bench_main
 
@@ -175,5 +202,15 @@ def main(argv: list[str] | None = None) -> int:
             return bench_main(args.bench_args)
     except (ValueError, FileNotFoundError, device.BackendError) as err:
         print(f"scaledl: error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:  # an optional package (scaledl._optional): say which extra brings it
+        from scaledl._optional import explain
+
+        command = " ".join(x for x in ("scaledl", args.command, getattr(args, f"{args.command}_command", None))
+                           if x)
+        text = explain(err, f"`{command}`")
+        if text is None:
+            raise
+        print(f"scaledl: error: {text}", file=sys.stderr)
         return 2
     raise AssertionError(args.command)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scaledl._optional import message, require
 from scaledl.comm.schedule import build
 
 __all__ = ["ring_allreduce", "schedule_allreduce", "rank_plan", "pingpong", "fit_alpha_beta", "time_allreduce",
@@ -40,6 +41,11 @@ __all__ = ["ring_allreduce", "schedule_allreduce", "rank_plan", "pingpong", "fit
 
 # Values MPICH 4-5 accepts for MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM that this book discusses.
 MPICH_ALLREDUCE_ALGORITHMS = ("auto", "recursive_doubling", "reduce_scatter_allgather", "ring", "tree")
+
+
+def _mpi(purpose: str):
+    """mpi4py's ``MPI`` module, or a ModuleNotFoundError naming the ``[mpi]`` extra."""
+    return require("mpi4py.MPI", f"scaledl.comm.mpi.{purpose}")
 
 
 def ring_allreduce(comm, x: np.ndarray) -> np.ndarray:
@@ -86,7 +92,7 @@ def schedule_allreduce(comm, x: np.ndarray, algorithm: str = "ring", *, plan=Non
     the round, as in :func:`scaledl.comm.schedule.run`. Pass ``plan=rank_plan(schedule, rank)`` (what
     :func:`time_allreduce` does) to skip rebuilding the schedule on every call.
     """
-    from mpi4py import MPI
+    MPI = _mpi("schedule_allreduce")
 
     out = np.array(x, copy=True).ravel()
     rank = comm.Get_rank()
@@ -185,7 +191,7 @@ def time_allreduce(comm, nbytes: int, algorithm: str = "ring", *, repeats: int =
                    dtype=np.float32) -> tuple[float, float]:
     """(ours_s, mpich_s): seconds per all-reduce of ``nbytes`` by the book's ``algorithm`` and by
     ``MPI_Allreduce``, the slowest rank's time, best of ``repeats`` after a warm-up, checked equal."""
-    from mpi4py import MPI
+    MPI = _mpi("time_allreduce")
 
     x = np.random.default_rng(comm.Get_rank()).integers(-8, 8, int(nbytes) // np.dtype(dtype).itemsize)
     x = x.astype(dtype)  # small integers: every summation order gives the same float, so results compare
@@ -237,15 +243,20 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
     The package's own directory is put on PYTHONPATH so the ranks import this scaledl.
 
     Raises:
-        FileNotFoundError: no mpiexec (install the ``mpich`` wheel: ``pip install mpich``).
+        ModuleNotFoundError: no mpi4py, which the ranks import (``pip install 'scaledl[mpi]'``).
+        FileNotFoundError: no mpiexec (the ``mpich`` wheel: ``pip install 'scaledl[mpi]'``).
         TimeoutError: the ranks did not finish within ``timeout_s`` (a deadlock, or an oversubscribed
             machine); they are killed first.
         RuntimeError: a rank failed; the message carries its output.
     """
+    import importlib.util
+
+    if importlib.util.find_spec("mpi4py") is None:
+        raise ModuleNotFoundError(message("mpi4py", "running MPI ranks"), name="mpi4py")
     exe = mpiexec_path()
     if exe is None:
-        raise FileNotFoundError("mpiexec not found next to this Python or on PATH; install MPICH "
-                                "(pip install mpich) to run the MPI examples")
+        raise FileNotFoundError("mpiexec not found next to this Python or on PATH; install MPICH with: "
+                                "pip install 'scaledl[mpi]'")
     src = str(Path(__file__).resolve().parents[2])
     full_env = dict(os.environ, **(env or {}))
     full_env["PYTHONPATH"] = os.pathsep.join(x for x in (src, full_env.get("PYTHONPATH")) if x)

@@ -108,7 +108,9 @@ def main(argv=None) -> None:
         rows = run([int(p) for p in args.ranks.split(",")], sizes, algorithms, args.mpich, args.repeats)
         print(format_table(rows))
         return
-    from mpi4py import MPI
+    from scaledl._optional import require
+
+    MPI = require("mpi4py.MPI", "python -m scaledl.comm.mpi_bench")
 
     comm = MPI.COMM_WORLD
     if args.pingpong:
