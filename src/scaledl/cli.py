@@ -7,6 +7,7 @@
     scaledl book html [--out DIR]   a static HTML copy of the book
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
     scaledl book readme             rewrite the README's table of chapters and labs from book.toml
+    scaledl course grade DIR --lab L grade a folder of submitted lab notebooks (hidden tests, CSV, feedback)
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
 """
 
@@ -155,6 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
     bsub.add_parser("readme", help="rewrite README.md's table of chapters and labs (with statuses) from book.toml")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
+    course = sub.add_parser("course", help="run a course: grade submitted labs")
+    csub = course.add_subparsers(dest="course_command", required=True)
+    grade = csub.add_parser("grade", help="grade a folder of submitted lab notebooks with the hidden tests; "
+                                          "writes grades.csv and one feedback HTML per student")
+    grade.add_argument("submissions", help="folder of .ipynb files: any names, a folder per student, or "
+                                           "nbgrader's submitted/STUDENT/ASSIGNMENT/ layout")
+    grade.add_argument("--lab", required=True, help="the lab's id in book.toml, e.g. lab03")
+    grade.add_argument("--out", default=None, help="output folder (default grades-LAB)")
+    grade.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook (default 300)")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
                                          "baseline measured in the same run")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")
@@ -168,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
             return doctor()
         if args.command == "book":
             return _book_command(args)
+        if args.command == "course" and args.course_command == "grade":
+            from scaledl.course.grade import grade_lab
+
+            grades = grade_lab(args.lab, args.submissions, out=args.out, timeout_s=args.timeout)
+            print(f"graded {len(grades)} notebook(s); wrote grades.csv and feedback/ in "
+                  f"{args.out or 'grades-' + args.lab}")
+            return 0
         if args.command == "bench":
             from scaledl.kernels.bench import main as bench_main
 

@@ -1,0 +1,163 @@
+"""End to end: ``scaledl course grade`` on every lab with the submissions issue 15 lists.
+
+For each lab that is not planned in book.toml, one batch (one kernel per notebook, simulator backend):
+- the solution as a student would hand it in (hidden tests removed): full marks;
+- the same with one classic bug: loses exactly that task's points (the bug per lab is in BUGS);
+- the untouched student copy: zero, without an error;
+and, for lab03 (the fastest lab), a submission that calls the library's answer (caught, loses that task) and
+one that loops forever in Task 2.1 (cut at the time limit, keeps the points of the tasks before it).
+Run time: about TIME_S in total on 2 cores (stated in the module's report).
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytest.importorskip("nbclient")
+
+from scaledl.book.toc import load
+from scaledl.course import grade as G
+from scaledl.labs.release import strip_hidden_tests
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = load(ROOT)
+LABS = [e for e in BOOK.entries if e.kind == "lab" and e.validated]
+
+# lab id -> (task grade_id the bug breaks, text in the solution, buggy text). One classic bug each.
+BUGS = {
+    "lab01": ("task_1_1",  # a grid too small for the data and no grid-stride loop: the tail is never copied
+              "        for i in range(cuda.grid(1), dst.size, cuda.gridsize(1)):\n            dst[i] = src[i]",
+              "        i = cuda.grid(1)\n        if i < dst.size:\n            dst[i] = src[i]"),
+    "lab02": ("task_2_1",  # a missing syncthreads: threads read the shared tile before it is loaded
+              "            cuda.syncthreads()                       # the whole tile is loaded\n", ""),
+    "lab03": ("task_1_1",  # round half up instead of ties to even
+              "    q = np.rint(a / ulp) * ulp", "    q = np.floor(a / ulp + 0.5) * ulp"),
+    "lab04": ("task_2_1",  # a missing bounds guard: threads past the last row read indptr out of range
+              "        if row < y.shape[0]:                 # the grid is rounded up: threads past the last row do "
+              "nothing\n            acc = float32(0.0)\n            for j in range(indptr[row], indptr[row + 1]):\n"
+              "                acc += data[j] * x[indices[j]]\n            y[row] = acc",
+              "        acc = float32(0.0)\n        for j in range(indptr[row], indptr[row + 1]):\n"
+              "            acc += data[j] * x[indices[j]]\n        y[row] = acc"),
+    "lab05": ("task_1_1",  # a ring chunk off by one: the all-gather forwards the chunk one rank too early
+              'b[(i + 1 - s) % p], b[(i + 1 - s) % p + 1], "copy"', 'b[(i - s) % p], b[(i - s) % p + 1], "copy"'),
+    "lab07": ("task_1_1",  # dispatch while the server is busy
+              "    if busy:\n        return 0\n    return min(waiting, max_batch)", "    return min(waiting, max_batch)"),
+}
+BYPASS = ("lab03", "task_1_1", "    a = np.abs(x.astype(np.float64))\n", '    return quantize(x, "e4m3")\n')
+LOOP = ("lab03", "task_2_1", "    c = a.mean()\n    history = [c]\n", "    while True:\n        pass\n")
+LOOP_TIMEOUT_S = 25
+
+
+def handed_in(solution_nb, edit=None):
+    """The solution as a student hands it in: hidden tests gone, outputs cleared, optionally one edit."""
+    nb = nbformat.from_dict(nbformat.reader.reads(nbformat.writes(solution_nb)))
+    hits = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = strip_hidden_tests(cell.source)
+            cell.outputs, cell.execution_count = [], None
+            if edit and edit[0] in cell.source:
+                cell.source = cell.source.replace(edit[0], edit[1])
+                hits += 1
+    assert edit is None or hits == 1, f"the edit {edit[0]!r} matched {hits} cells"
+    return nb
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+@pytest.mark.parametrize("entry", LABS, ids=[e.id for e in LABS])
+def test_grade_batch(entry, tmp_path):
+    solution = nbformat.read(BOOK.path(entry.solution), as_version=4)
+    tasks = dict(G.test_cells(solution))
+    assert tasks, f"{entry.solution} has no autograded-test cells"
+    full = sum(tasks.values())
+    subs = tmp_path / "subs"
+    # an LMS download: flat files; and nbgrader's layout for one student
+    (subs / "submitted" / "ada" / entry.id).mkdir(parents=True)
+    nbformat.write(handed_in(solution), subs / "submitted" / "ada" / entry.id / Path(entry.file).name)
+    expected = {"ada": full}
+    if entry.id in BUGS:
+        task, old, new = BUGS[entry.id]
+        nbformat.write(handed_in(solution, (old, new)), subs / "bug.ipynb")
+        expected["bug"] = full - tasks[task]
+    nbformat.write(nbformat.read(BOOK.path(entry.file), as_version=4), subs / "empty.ipynb")
+    expected["empty"] = 0
+    timeout_s = 300
+    if entry.id == BYPASS[0]:
+        nbformat.write(handed_in(solution, BYPASS[2:]), subs / "bypass.ipynb")
+        expected["bypass"] = full - tasks[BYPASS[1]]
+    if entry.id == LOOP[0]:
+        nbformat.write(handed_in(solution, LOOP[2:]), subs / "loop.ipynb")
+        order = list(tasks)
+        expected["loop"] = sum(tasks[t] for t in order[:order.index(LOOP[1])])
+        timeout_s = LOOP_TIMEOUT_S
+    out = tmp_path / "out"
+    grades = G.grade_folder(subs, BOOK.path(entry.solution), lab=entry.id, out=out, timeout_s=timeout_s)
+    got = {g.student: g.total for g in grades}
+    report = "\n".join(f"| {entry.id} | {s} | {expected[s]:g} | {got.get(s)} | {g.status} |"
+                       for s, g in zip(got, grades))
+    print("\n" + report)
+    assert got == expected, report
+    rows = read_csv(out / "grades.csv")
+    assert {r: float(rows[r]["total"]) for r in rows} == expected
+    for student in expected:
+        page = (out / "feedback" / f"{student}.html").read_text()
+        assert f"{expected[student]:g} of {full:g} points" in page
+        assert "BEGIN HIDDEN TESTS" not in page and "check_own_work" not in page  # hidden tests stay hidden
+    if entry.id == LOOP[0]:
+        assert "time limit" in {g.student: g for g in grades}["loop"].status
+
+
+def test_student_copies_have_no_hidden_tests():
+    for entry in LABS:
+        student = BOOK.path(entry.file).read_text()
+        assert "HIDDEN TESTS" not in student and "check_own_work" not in student, entry.file
+        assert G.test_cells(nbformat.read(BOOK.path(entry.solution), as_version=4)), entry.solution
+
+
+def test_find_submissions_names_students(tmp_path):
+    for rel in ("submitted/bob/lab03/lab03.ipynb", "carol/my lab.ipynb", "dave_lab03.ipynb",
+                ".ipynb_checkpoints/x.ipynb"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    assert [s.student for s in G.find_submissions(tmp_path)] == ["carol", "dave_lab03", "bob"]
+    (tmp_path / "none").mkdir()
+    with pytest.raises(ValueError, match="holds no .ipynb"):
+        G.find_submissions(tmp_path / "none")
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="expected a folder"):
+        G.find_submissions(tmp_path / "missing")
+    with pytest.raises(ValueError, match="timeout_s=0"):
+        G.grade_folder(tmp_path, BOOK.path(LABS[0].solution), lab="x", out=tmp_path / "o", timeout_s=0)
+    with pytest.raises(ValueError, match="is a chapter"):
+        G.grade_lab("01", tmp_path, book=BOOK)
+
+
+def test_unreadable_notebook_gets_a_row(tmp_path):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "broken.ipynb").write_text("not json")
+    lab = next(e for e in LABS if e.id == "lab03")
+    grades = G.grade_folder(tmp_path / "subs", BOOK.path(lab.solution), lab="lab03", out=tmp_path / "o",
+                            timeout_s=30)
+    assert grades[0].total == 0 and grades[0].status.startswith("unreadable")
+
+
+def test_cli_grade(tmp_path):
+    lab = next(e for e in LABS if e.id == "lab03")
+    (tmp_path / "subs").mkdir()
+    nbformat.write(nbformat.read(BOOK.path(lab.file), as_version=4), tmp_path / "subs" / "s.ipynb")
+    run = subprocess.run([sys.executable, "-m", "scaledl", "course", "grade", str(tmp_path / "subs"), "--lab",
+                          "lab03", "--out", str(tmp_path / "o"), "--timeout", "60"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert read_csv(tmp_path / "o" / "grades.csv")["s"]["total"] == "0"
