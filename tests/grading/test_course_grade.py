@@ -11,6 +11,7 @@ Run time: about TIME_S in total on 2 cores (stated in the module's report).
 
 from __future__ import annotations
 
+import copy
 import csv
 import subprocess
 import sys
@@ -161,3 +162,21 @@ def test_cli_grade(tmp_path):
                           "lab03", "--out", str(tmp_path / "o"), "--timeout", "60"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert read_csv(tmp_path / "o" / "grades.csv")["s"]["total"] == "0"
+
+
+def test_solutions_are_valid_nbgrader_sources():
+    """nbgrader's own release steps accept every solution notebook (so an instructor can also run
+    ``nbgrader generate_assignment``), and its ClearHiddenTests leaves what our student copy has."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    from scaledl.labs.release import student_version
+
+    for entry in LABS:
+        solution = nbformat.read(BOOK.path(entry.solution), as_version=4)
+        theirs, _ = ClearSolutions().preprocess(copy.deepcopy(solution), {})
+        theirs, _ = ClearHiddenTests().preprocess(theirs, {})
+        ours = student_version(solution)
+        pick = lambda nb: [c.source.rstrip() for c in nb.cells if G.nbgrader_meta(c).get("grade")]
+        assert pick(theirs) == pick(ours), entry.id
+        assert all("raise NotImplementedError" in c.source for c in ours.cells
+                   if G.nbgrader_meta(c).get("solution")), entry.id

@@ -163,13 +163,19 @@ def run(nb, *, timeout_s: float, cwd: Path) -> tuple[set[int], str]:
 
 
 def scores(nb, done: set[int]) -> dict[str, float]:
-    """Points per ``grade_id``: a test cell that finished without an error output earns its points."""
+    """Points per ``grade_id``, by nbgrader's ``determine_grade``: a test cell earns its points unless it
+    shows an error (or returns a partial-credit number); a cell that never finished earns nothing. Unlike
+    plain nbgrader, text on stderr (a library's warning) costs nothing."""
+    from nbgrader.utils import determine_grade
+
     out = {}
     for i, cell in enumerate(nb.cells):
         meta = nbgrader_meta(cell)
         if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            ok = i in done and not any(o.get("output_type") == "error" for o in cell.outputs)
-            out[meta["grade_id"]] = float(meta["points"]) if ok else 0.0
+            shown = copy.deepcopy(cell)
+            shown.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream"
+                                                              and o.get("name") == "stderr")]
+            out[meta["grade_id"]] = float(determine_grade(shown)[0] or 0.0) if i in done else 0.0
     return out
 
 

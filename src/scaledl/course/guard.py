@@ -128,7 +128,9 @@ def check_own_work(func, forbidden, *, modules: tuple[str, ...] = (), task: str 
         owner = obj.__name__ if isinstance(obj, types.ModuleType) else \
             (getattr(obj, "__module__", "") or "") if code else ""
         if id(obj) in banned or any(owner == m or owner.startswith(m + ".") for m in modules):
-            raise AssertionError(f"{task}: {func.__name__} calls {name}, the library's own answer; "
+            label = _label(obj)
+            what = name if label.endswith(name) else f"{name} ({label})"
+            raise AssertionError(f"{task}: {func.__name__} calls {what}, the library's own answer; "
                                  f"write it yourself")
         if isinstance(obj, types.FunctionType) and obj is not func and obj.__module__ == home:
             try:
