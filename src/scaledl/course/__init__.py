@@ -1,0 +1,1 @@
+"""Running a course with the book: grading submitted labs (grade, guard)."""

@@ -23,6 +23,7 @@ import csv
 import html
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,6 +259,7 @@ def grade_folder(submissions: Path, solution_path: Path, *, lab: str, out: Path,
         if progress:
             progress(f"[{k + 1}/{len(subs)}] {g.student}: {g.total:g}/{sum(p for _, p in tasks):g} points, "
                      f"{g.status}, {g.seconds:.0f} s")
+    shutil.rmtree(out / "work", ignore_errors=True)  # what the notebooks wrote while they ran
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["student", "file", *[g for g, _ in tasks], "total", "max", "status"])
