@@ -5,7 +5,8 @@ For each lab that is not planned in book.toml, one batch (one kernel per noteboo
 - the same with one classic bug: loses exactly that task's points (the bug per lab is in BUGS);
 - the untouched student copy: zero, without an error;
 for lab03 and lab05, a submission that calls the library's (MPI's) own answer: caught, loses that task; and for
-lab03 (the fastest lab) one that loops forever in Task 2.1: cut at the time limit, keeps the earlier points.
+lab03 (the fastest lab) one that loops forever in Task 2.1 (cut at the time limit) and one whose kernel dies
+there: both keep the points of the tasks before it.
 Run time: about TIME_S in total on 2 cores (stated in the module's report).
 """
 
@@ -58,6 +59,7 @@ BYPASS = {
 }
 LOOP = ("lab03", "task_2_1", "    c = a.mean()\n    history = [c]\n", "    while True:\n        pass\n")
 LOOP_TIMEOUT_S = 25
+CRASH = ("lab03", "task_2_1", "    c = a.mean()\n    history = [c]\n", "    import os\n    os._exit(3)\n")  # kernel dies
 
 
 def handed_in(solution_nb, edit=None):
@@ -107,6 +109,10 @@ def test_grade_batch(entry, tmp_path):
         order = list(tasks)
         expected["loop"] = sum(tasks[t] for t in order[:order.index(LOOP[1])])
         timeout_s = LOOP_TIMEOUT_S
+    if entry.id == CRASH[0]:
+        nbformat.write(handed_in(solution, CRASH[2:]), subs / "crash.ipynb")
+        order = list(tasks)
+        expected["crash"] = sum(tasks[t] for t in order[:order.index(CRASH[1])])
     out = tmp_path / "out"
     grades = G.grade_folder(subs, BOOK.path(entry.solution), lab=entry.id, out=out, timeout_s=timeout_s)
     got = {g.student: g.total for g in grades}
@@ -122,6 +128,8 @@ def test_grade_batch(entry, tmp_path):
         assert "BEGIN HIDDEN TESTS" not in page and "check_own_work" not in page  # hidden tests stay hidden
     if entry.id == LOOP[0]:
         assert "time limit" in {g.student: g for g in grades}["loop"].status
+    if entry.id == CRASH[0]:
+        assert "kernel died" in {g.student: g for g in grades}["crash"].status
 
 
 def test_student_copies_have_no_hidden_tests():
