@@ -7,7 +7,7 @@ For each lab that is not planned in book.toml, one batch (one kernel per noteboo
 for lab03 and lab05, a submission that calls the library's (MPI's) own answer: caught, loses that task; and for
 lab03 (the fastest lab) one that loops forever in Task 2.1 (cut at the time limit) and one whose kernel dies
 there: both keep the points of the tasks before it.
-Run time: about TIME_S in total on 2 cores (stated in the module's report).
+Run time: about 4 minutes in all on 2 shared cores (lab05, with MPI, is the slowest batch: about 1 minute).
 """
 
 from __future__ import annotations
@@ -194,3 +194,35 @@ def test_solutions_are_valid_nbgrader_sources():
         assert pick(theirs) == pick(ours), entry.id
         assert all("raise NotImplementedError" in c.source for c in ours.cells
                    if G.nbgrader_meta(c).get("solution")), entry.id
+
+
+def _tiny_solution():
+    meta = lambda gid, pts: {"nbgrader": {"grade": True, "grade_id": gid, "points": pts, "solution": False,
+                                          "locked": True, "schema_version": 3}}
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"),
+                nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert x == 1\n### END HIDDEN TESTS", metadata=meta("t1", 2)),
+                nbformat.v4.new_code_cell("y = 2"),
+                nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert y == 2\n### END HIDDEN TESTS", metadata=meta("t2", 3))]
+    for k, c in enumerate(nb.cells):
+        c["id"] = f"c{k}"
+    return nb
+
+
+def test_with_tests_restores_edited_and_deleted_test_cells():
+    solution = _tiny_solution()
+    submitted = copy.deepcopy(solution)
+    submitted.cells[1].source = "pass  # the student emptied the test"
+    del submitted.cells[3]  # and deleted the other one
+    graded = G.with_tests(submitted, solution)
+    assert [c.source for c in graded.cells] == [c.source for c in solution.cells]
+    assert [G.nbgrader_meta(c).get("grade_id") for c in graded.cells] == [None, "t1", None, "t2"]
+
+
+def test_scores_count_errors_and_unreached_cells_as_zero():
+    nb = _tiny_solution()
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stderr", text="a warning\n")]
+    nb.cells[3].outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[])]
+    assert G.scores(nb, done={0, 1, 2, 3}) == {"t1": 2.0, "t2": 0.0}  # a warning costs nothing
+    nb.cells[3].outputs = []
+    assert G.scores(nb, done={0, 1}) == {"t1": 2.0, "t2": 0.0}  # never reached: nothing
