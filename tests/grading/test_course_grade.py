@@ -226,3 +226,21 @@ def test_scores_count_errors_and_unreached_cells_as_zero():
     assert G.scores(nb, done={0, 1, 2, 3}) == {"t1": 2.0, "t2": 0.0}  # a warning costs nothing
     nb.cells[3].outputs = []
     assert G.scores(nb, done={0, 1}) == {"t1": 2.0, "t2": 0.0}  # never reached: nothing
+
+
+def test_the_helpers_reproduce_the_labs_metadata():
+    """mark_answer_cells and new_test_cell make what the labs hold (so lab06 can be marked the same way)."""
+    lab = next(e for e in LABS if e.id == "lab03")
+    solution = nbformat.read(BOOK.path(lab.solution), as_version=4)
+    bare = copy.deepcopy(solution)
+    for cell in bare.cells:
+        if G.nbgrader_meta(cell).get("solution"):
+            del cell.metadata["nbgrader"]
+    G.mark_answer_cells(bare)
+    assert [G.nbgrader_meta(c) for c in bare.cells] == [G.nbgrader_meta(c) for c in solution.cells]
+    made = G.new_test_cell("Task 1.1", 3, "assert True")
+    first = next(c for c in solution.cells if G.nbgrader_meta(c).get("grade_id") == "task_1_1")
+    assert made.metadata == first.metadata and made["id"] == first["id"]
+    assert made.source.splitlines()[:2] == first.source.splitlines()[:2]
+    with pytest.raises(ValueError, match="points=0"):
+        G.new_test_cell("Task 1.1", 0, "")
