@@ -244,3 +244,19 @@ def test_the_helpers_reproduce_the_labs_metadata():
     assert made.source.splitlines()[:2] == first.source.splitlines()[:2]
     with pytest.raises(ValueError, match="points=0"):
         G.new_test_cell("Task 1.1", 0, "")
+
+
+def test_tampering_with_the_library_is_flagged():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%matplotlib inline\nfrom scaledl.labs import sparse_checks as S\n"
+                                          "import scaledl.labs.check\nimport numpy as np"),
+                nbformat.v4.new_code_cell("np.x = 1\nS.check_spmv = lambda *a, **k: None"),
+                nbformat.v4.new_code_cell("scaledl.labs.check.CheckResult.raise_if_failed = print\n"
+                                          "setattr(S, 'check_nm_mask', print)"),
+                nbformat.v4.new_code_cell("import sys\nsys.modules['scaledl.course.guard'] = None")]
+    assert G.tampering(nb) == ["cell 1 assigns to S.check_spmv",
+                               "cell 2 assigns to scaledl.labs.check.CheckResult.raise_if_failed",
+                               "cell 2 calls setattr(S, ...)",
+                               "cell 3 assigns to sys.modules['scaledl.course.guard']"]
+    for lab in LABS:  # no false alarm on the labs themselves
+        assert G.tampering(nbformat.read(BOOK.path(lab.solution), as_version=4)) == [], lab.id

@@ -219,6 +219,48 @@ def scores(nb, done: set[int]) -> dict[str, float]:
     return out
 
 
+def _parse(source: str):
+    import ast
+
+    lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines()]  # IPython magics
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def tampering(nb) -> list[str]:
+    """Cells that rebind something inside the book's package (``S.check_spmv = ...``, ``setattr(...)`` on it,
+    ``sys.modules[...] = ...``): hidden tests run in the student's kernel, so such a cell could switch them
+    off. Reported for a person to look at; the points are not changed."""
+    import ast
+
+    found, library = [], set()
+    for i, cell in enumerate(nb.cells):
+        tree = _parse(cell.source) if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade") else None
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                module = getattr(node, "module", None) or ""
+                for alias in node.names:
+                    if module.startswith("scaledl") or alias.name.startswith("scaledl"):
+                        library.add((alias.asname or alias.name).split(".")[0])
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                root = t
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(t, (ast.Attribute, ast.Subscript)) and isinstance(root, ast.Name) and \
+                        (root.id in library or root.id == "sys"):
+                    found.append(f"cell {i} assigns to {ast.unparse(t)}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
+                    and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in library:
+                found.append(f"cell {i} calls {node.func.id}({node.args[0].id}, ...)")
+    return found
+
+
 @dataclass
 class Grade:
     student: str
@@ -245,6 +287,9 @@ def grade_notebook(path: Path, solution_nb, *, timeout_s: float, workdir: Path):
     nb = with_tests(submitted, solution_nb)
     workdir.mkdir(parents=True, exist_ok=True)
     done, status = run(nb, timeout_s=timeout_s, cwd=workdir)
+    review = tampering(nb)
+    if review:
+        status += "; REVIEW: " + "; ".join(review)
     return scores(nb, done), status, nb
 
 
