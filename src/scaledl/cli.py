@@ -181,9 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "course" and args.course_command == "grade":
             from scaledl.course.grade import grade_lab
 
-            grades = grade_lab(args.lab, args.submissions, out=args.out, timeout_s=args.timeout)
-            print(f"graded {len(grades)} notebook(s); wrote grades.csv and feedback/ in "
-                  f"{args.out or 'grades-' + args.lab}")
+            grade_lab(args.lab, args.submissions, out=args.out, timeout_s=args.timeout)
             return 0
         if args.command == "bench":
             from scaledl.kernels.bench import main as bench_main

@@ -370,5 +370,8 @@ def grade_lab(lab: str, submissions: Path, *, out: Path | None = None, timeout_s
     if not entry.validated:
         raise ValueError(f"--lab {lab!r}: {entry.title!r} is planned in book.toml; it has no solution to grade with")
     out = Path(out) if out is not None else Path(f"grades-{entry.id}")
-    return grade_folder(Path(submissions), book.path(entry.solution), lab=entry.id, out=out, timeout_s=timeout_s,
-                        progress=progress)
+    grades = grade_folder(Path(submissions), book.path(entry.solution), lab=entry.id, out=out,
+                          timeout_s=timeout_s, progress=progress)
+    if progress:
+        progress(f"wrote {out / 'grades.csv'} and {len(grades)} feedback page(s) in {out / 'feedback'}")
+    return grades
