@@ -4,10 +4,13 @@ For each lab that is not planned in book.toml, one batch (one kernel per noteboo
 - the solution as a student would hand it in (hidden tests removed): full marks;
 - the same with one classic bug: loses exactly that task's points (the bug per lab is in BUGS);
 - the untouched student copy: zero, without an error;
-for lab03 and lab05, a submission that calls the library's (MPI's) own answer: caught, loses that task; and for
-lab03 (the fastest lab) one that loops forever in Task 2.1 (cut at the time limit) and one whose kernel dies
-there: both keep the points of the tasks before it.
-Run time: about 4 minutes in all on 2 shared cores (lab05, with MPI, is the slowest batch: about 1 minute).
+and besides:
+- lab05: a ring that deadlocks, its visible check deleted (the hidden test's mpiexec is stopped at its time
+  limit: loses Task 2.1 only); lab03 and lab05: a submission calling the library's (MPI's) own answer (caught,
+  loses that task);
+- lab03 (the fastest lab): one that loops forever in Task 2.1 (cut at the notebook's time limit) and one whose
+  kernel dies there: both keep the points of the tasks before it.
+Run time: about 5 minutes in all on 2 shared cores; lab05 (MPI, a deadlock to wait out) is about 2 of them.
 """
 
 from __future__ import annotations
@@ -59,21 +62,31 @@ BYPASS = {
 }
 LOOP = ("lab03", "task_2_1", "    c = a.mean()\n    history = [c]\n", "    while True:\n        pass\n")
 LOOP_TIMEOUT_S = 25
+# lab05: every rank sends before it receives; past MPI's eager limit all ranks block in Send (the hidden test's
+# mpiexec is killed at its own time limit, the batch goes on)
+DEADLOCK = ("lab05", "task_2_1",
+            "        comm.Sendrecv(out[b[send]:b[send + 1]], dest=right, sendtag=step, recvbuf=scratch[:n], source=left,\n"
+            "                      recvtag=step)\n",
+            "        comm.Send(out[b[send]:b[send + 1]], dest=right, tag=step)\n"
+            "        comm.Recv(scratch[:n], source=left, tag=step)\n",
+            # and deleted the visible check, which would wait 60 s for each of its two rank counts
+            "L.check_mpi_allreduce(ring_allreduce_mpi, ranks=(2, 3), timeout_s=60).raise_if_failed()",
+            "# (visible check deleted)")
 CRASH = ("lab03", "task_2_1", "    c = a.mean()\n    history = [c]\n", "    import os\n    os._exit(3)\n")  # kernel dies
 
 
-def handed_in(solution_nb, edit=None):
-    """The solution as a student hands it in: hidden tests gone, outputs cleared, optionally one edit."""
+def handed_in(solution_nb, *edits):
+    """The solution as a student hands it in: hidden tests gone, outputs cleared, then ``(old, new)`` edits,
+    each of which must match exactly one cell."""
     nb = nbformat.from_dict(nbformat.reader.reads(nbformat.writes(solution_nb)))
-    hits = 0
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = strip_hidden_tests(cell.source)
             cell.outputs, cell.execution_count = [], None
-            if edit and edit[0] in cell.source:
-                cell.source = cell.source.replace(edit[0], edit[1])
-                hits += 1
-    assert edit is None or hits == 1, f"the edit {edit[0]!r} matched {hits} cells"
+    for old, new in edits:
+        hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
+        assert len(hits) == 1, f"the edit {old!r} matched {len(hits)} cells"
+        hits[0].source = hits[0].source.replace(old, new)
     return nb
 
 
@@ -109,6 +122,9 @@ def test_grade_batch(entry, tmp_path):
         order = list(tasks)
         expected["loop"] = sum(tasks[t] for t in order[:order.index(LOOP[1])])
         timeout_s = LOOP_TIMEOUT_S
+    if entry.id == DEADLOCK[0]:
+        nbformat.write(handed_in(solution, DEADLOCK[2:4], DEADLOCK[4:]), subs / "deadlock.ipynb")
+        expected["deadlock"] = full - tasks[DEADLOCK[1]]
     if entry.id == CRASH[0]:
         nbformat.write(handed_in(solution, CRASH[2:]), subs / "crash.ipynb")
         order = list(tasks)
