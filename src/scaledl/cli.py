@@ -8,6 +8,7 @@
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
     scaledl book readme             rewrite the README's table of chapters and labs from book.toml
     scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
+    scaledl course grade DIR --lab L grade a folder of submitted lab notebooks (hidden tests, CSV, feedback)
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
 """
 
@@ -152,6 +153,11 @@ def _course_command(args) -> int:
         print(f"wrote a student bundle of {len(written)} files to {args.out}"
               + (f" and {Path(args.out).name}.zip" if args.zip else ""))
         return 0
+    if args.course_command == "grade":
+        from scaledl.course.grade import grade_lab
+
+        grade_lab(args.lab, args.submissions, out=args.out, timeout_s=args.timeout)
+        return 0
     raise AssertionError(args.course_command)
 
 
@@ -173,13 +179,20 @@ def build_parser() -> argparse.ArgumentParser:
     bsub.add_parser("readme", help="rewrite README.md's table of chapters and labs (with statuses) from book.toml")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
-    course = sub.add_parser("course", help="run a course: release the student bundle")
+    course = sub.add_parser("course", help="run a course: release the student bundle, grade submitted labs")
     csub = course.add_subparsers(dest="course_command", required=True)
     rel = csub.add_parser("release", help="write the students' copy of the book: chapters without answer "
                                           "keys, student labs, the package; no solution or hidden test")
     rel.add_argument("out", help="folder to write (outside the repository); `git init` it or use --zip")
     rel.add_argument("--force", action="store_true", help="replace a non-empty OUT's contents (keeps its .git)")
     rel.add_argument("--zip", action="store_true", help="also write OUT.zip, for an LMS")
+    grade = csub.add_parser("grade", help="grade a folder of submitted lab notebooks with the hidden tests; "
+                                          "writes grades.csv and one feedback HTML per student")
+    grade.add_argument("submissions", help="folder of .ipynb files: any names, a folder per student, or "
+                                           "nbgrader's submitted/STUDENT/ASSIGNMENT/ layout")
+    grade.add_argument("--lab", required=True, help="the lab's id in book.toml, e.g. lab03")
+    grade.add_argument("--out", default=None, help="output folder (default grades-LAB)")
+    grade.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook (default 300)")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
                                          "baseline measured in the same run")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")

@@ -14,7 +14,9 @@ The student version keeps everything else and puts, at the marker's indentation:
         # YOUR CODE HERE (Task 1.1)
         raise NotImplementedError("Task 1.1")
 
-Markdown cells tagged ``answer-key`` or ``solution`` (worked answers) become an empty answer cell tagged ``answer`` (ANSWER_CELL,
+Autograded-test cells keep their visible part and lose every ``### BEGIN HIDDEN TESTS`` ...
+``### END HIDDEN TESTS`` region (what nbgrader's ClearHiddenTests does; done here without nbgrader, which is
+only needed to grade). Markdown cells tagged ``answer-key`` or ``solution`` (worked answers) become an empty answer cell tagged ``answer`` (ANSWER_CELL,
 where the student writes theirs), and all outputs are cleared. The student version is derived data:
 ``scaledl book check`` verifies it equals what this module makes from the solution.
 """
@@ -32,6 +34,33 @@ from scaledl.book import nbfile
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?P<task>.*)$")
 END = re.compile(r"^[ \t]*### END SOLUTION\s*$")
+HIDDEN_BEGIN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS")
+HIDDEN_END = re.compile(r"^[ \t]*### END HIDDEN TESTS\s*$")
+
+
+def strip_hidden_tests(source: str, where: str = "cell") -> str:
+    """Drop every ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` region, markers included.
+
+    Raises:
+        ValueError: an unmatched or nested marker, naming ``where``.
+    """
+    if "HIDDEN TESTS" not in source:
+        return source
+    out, inside = [], False
+    for lineno, line in enumerate(source.splitlines(), 1):
+        if HIDDEN_BEGIN.match(line):
+            if inside:
+                raise ValueError(f"{where}: line {lineno} opens a hidden-test region inside another one")
+            inside = True
+        elif HIDDEN_END.match(line):
+            if not inside:
+                raise ValueError(f"{where}: line {lineno} closes a hidden-test region that was never opened")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{where}: a hidden-test region is never closed")
+    return "\n".join(out).rstrip("\n")
 
 
 def strip_source(source: str, where: str = "cell") -> str:
@@ -85,7 +114,7 @@ def student_version(solution_nb) -> nbformat.NotebookNode:
             cells.append(blank)
             continue
         if cell.cell_type == "code":
-            cell.source = strip_source(cell.source, where=f"cell {i}")
+            cell.source = strip_hidden_tests(strip_source(cell.source, where=f"cell {i}"), where=f"cell {i}")
             cell.outputs = []
             cell.execution_count = None
         cell.get("metadata", {}).pop("execution", None)
