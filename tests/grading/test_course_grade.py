@@ -51,11 +51,18 @@ BUGS = {
               "            acc += data[j] * x[indices[j]]\n        y[row] = acc"),
     "lab05": ("task_1_1",  # a ring chunk off by one: the all-gather forwards the chunk one rank too early
               'b[(i + 1 - s) % p], b[(i + 1 - s) % p + 1], "copy"', 'b[(i - s) % p], b[(i - s) % p + 1], "copy"'),
+    "lab06": ("task_3_1",  # bytes counted without the indices: the values alone (half of each message)
+              "                sent += len(message)\n", "                sent += len(message) // 2\n"),
     "lab07": ("task_1_1",  # dispatch while the server is busy
               "    if busy:\n        return 0\n    return min(waiting, max_batch)", "    return min(waiting, max_batch)"),
 }
 # lab id -> submissions that call the library's (or MPI's) own answer: (task it loses, text, replacement)
 BYPASS = {
+    # the library's own top-k with error feedback inside the student's compressor
+    "lab06": ("task_1_2", "        r += grad\n        flat = r.reshape(-1)\n        indices = top_k(flat, k)\n",
+              "        from scaledl.comm.compression import make_compressor\n"
+              "        msg = self.__dict__.setdefault('_lib', make_compressor('topk', ratio=self.ratio)).compress(grad, key)\n"
+              "        indices = np.flatnonzero(msg.decode().ravel())\n        flat = r.reshape(-1)\n"),
     "lab03": ("task_1_1", "    a = np.abs(x.astype(np.float64))\n", '    return quantize(x, "e4m3")\n'),
     "lab05": ("task_2_1", "    right, left = (rank + 1) % p, (rank - 1) % p\n",
               "    comm.Allreduce(__import__('mpi4py').MPI.IN_PLACE, out)\n    return out\n"),

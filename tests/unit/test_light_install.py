@@ -127,11 +127,9 @@ def test_a_package_outside_the_extras_gets_its_own_pip_command(monkeypatch):
         _optional.require("not_an_extra_xyz", "a test")
 
 
-MPI_USE = re.compile(r"\b(mpi_bench|comm\.mpi|check_mpi_allreduce|mpi4py)\b")
+MPI_USE = re.compile(r"\b(mpi_bench|comm\.mpi|check_mpi_allreduce|mpi4py|mpi_train)\b")
 
 
-@pytest.mark.xfail(strict=True, reason="lead: chapter 14's and lab 05's setup cells must install "
-                                       "\"scaledl[mpi] @ git+...\"; remove this mark with that edit")
 def test_notebooks_that_run_mpi_install_the_mpi_extra():
     wrong = [p for p in sorted(set(_notebooks())) if MPI_USE.search(_code(p))
              and 'scaledl[mpi] @ git+' not in (ROOT / p).read_text()]
