@@ -58,11 +58,21 @@ def test_commands_that_use_no_backend_print_no_backend_notice():
     assert r.stderr.startswith("scaledl: ") and "backend (" in r.stderr  # a script or notebook still sees it
 
 
-def test_executing_a_planned_chapter_says_it_is_planned():
-    from scaledl.book import load
+def test_executing_a_planned_chapter_says_it_is_planned(tmp_path):
+    import os
+    import re
 
-    planned = next(e for e in load().entries if not e.validated)
-    r = scaledl("book", "execute", planned.id)
+    from scaledl.book import load
+    from scaledl.book.toc import ROOT_VAR
+
+    book = load()
+    # every entry of the book is written now: plan one in a copy of book.toml
+    text = (book.root / "book.toml").read_text()
+    text, n = re.subn(r'(id = "16"\n(?:[^\n]+\n)*?status = )"[a-z]+"', r'\1"planned"', text, count=1)
+    assert n == 1
+    (tmp_path / "book.toml").write_text(text)
+    planned = next(e for e in load(tmp_path).entries if not e.validated)
+    r = scaledl("book", "execute", planned.id, env={**os.environ, ROOT_VAR: str(tmp_path)})
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"{planned.kind} {planned.id}" in r.stderr and "is planned in book.toml and not written yet" in r.stderr
 
