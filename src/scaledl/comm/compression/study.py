@@ -51,10 +51,13 @@ def accuracy_vs_compression(configs: dict, data, *, sizes=(64, 128, 10), workers
                             momentum: float = 0.9) -> list[Summary]:
     """Train one model per (config, seed) and summarise; ``configs`` maps a label to the options of
     :func:`~scaledl.comm.compression.make_compressor` (``"name"`` among them, "none" when absent). DGC's
-    warm-up is given ``steps_per_epoch`` unless the config sets it."""
+    warm-up is given the exchanges of an epoch unless the config sets it: :func:`scaledl.nn.train` skips a
+    trailing batch smaller than ``workers``, so an epoch can have one exchange fewer than batches, and the
+    last-epoch ratio counts exchanges too."""
+    from scaledl.comm.compression.views import calls_per_epoch
     from scaledl.nn import SGD, mlp, train
 
-    steps_per_epoch = -(-data.n_train // batch_size)
+    steps_per_epoch = calls_per_epoch(data.n_train, batch_size, workers)
     out = []
     for label, cfg in configs.items():
         cfg = dict(cfg)
