@@ -100,8 +100,9 @@ def test_static_html_copy(book, tmp_path):
                        text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     index = (out / "index.html").read_text()
-    assert '<a href="00_good.html">00 Good</a>' in index
-    assert "0 simulator" in (out / "00_good.html").read_text()
+    assert 'href="chapters/00_good.html"' in index  # the site's table of contents, from book.toml
+    page = (out / "chapters" / "00_good.html").read_text()
+    assert "<title>Good" in page and "0 simulator" in page  # the notebook's title, its stored outputs
 
 
 def test_set_repository_rewrites_setup_cells_but_not_student_work(book):
