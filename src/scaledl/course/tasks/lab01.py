@@ -1,0 +1,272 @@
+"""Lab 01 (roofline your device): the graded tasks, split into inputs, production and judgement.
+
+Tasks 1.1-1.3 are CUDA kernels. ``produce`` launches the student's kernel the way the notebook does (their
+factory, their ``stream_grid`` or ``THREADS``) into an output poisoned with NaN and followed by a NaN guard
+region, twice per size, and hands back the whole buffer; the judge reads from it what ``check_kernel`` reports
+in the notebook: values never written, stores past the end, runs that disagree, wrong values. The helpers for
+that (:func:`poisoned_launch`, :func:`judge_kernel_runs`) are shared with lab 02.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaledl.course.tasks import Task, array, student
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+GUARD_ELEMENTS = 4096  # NaN after every output: a GPU store past its end lands here (the simulator raises)
+RUNS = 2               # launches per size: two identical runs that disagree reveal a race
+KERNEL_MODULES = ("scaledl.kernels",)            # the book's own kernels answer every kernel task
+MODEL_MODULES = ("scaledl.kernels", "scaledl.perf")  # ... and its traffic/roofline models the counting ones
+
+
+# --- shared by the kernel tasks of lab 01 and lab 02 ------------------------------------------------------------
+
+def device_inputs(*arrays):
+    """Copies of ``arrays`` where the kernel can read them: on a GPU on the device (no implicit transfer per
+    launch, which Numba warns about), on the simulator in host memory. A copy, so that a kernel writing into
+    its inputs cannot change what a local judge compares with."""
+    from scaledl import device
+
+    if not device.on_gpu():
+        return tuple(np.array(a, copy=True) for a in arrays)
+    cuda = device.cuda()
+    return tuple(cuda.to_device(np.ascontiguousarray(a)) for a in arrays)
+
+
+def poisoned_launch(launch, shape, dtype=np.float32) -> np.ndarray:
+    """Call ``launch(out)`` on a NaN-filled ``out`` of ``shape``; return the flat host buffer: ``out``, then
+    :data:`GUARD_ELEMENTS` more NaN. ``out`` is a view of the buffer's head, so on the simulator a store past
+    its end raises IndexError and on a GPU it changes the guard."""
+    from scaledl import device
+
+    n = int(np.prod(shape))
+    buf = np.full(n + GUARD_ELEMENTS, np.nan, dtype)
+    if device.on_gpu():
+        dbuf = device.cuda().to_device(buf)
+        launch(dbuf[:n].reshape(shape))
+        return dbuf.copy_to_host()
+    launch(buf[:n].reshape(shape))
+    return buf
+
+
+def produce_runs(launch, shape, key: str) -> dict:
+    """``RUNS`` poisoned launches as ``{key_0: buffer, key_1: ...}``, or ``{key_error: message}`` when the
+    kernel indexed outside an array (the simulator's IndexError: no bounds guard)."""
+    try:
+        return {f"{key}_{r}": poisoned_launch(launch, shape) for r in range(RUNS)}
+    except IndexError as err:
+        return {f"{key}_error": f"IndexError: {err}"[:300]}
+
+
+def _mismatch(title: str, got, want, bad, problem: str, hint: str = "") -> None:
+    """Raise AssertionError naming how many outputs ``bad`` marks, the first three (Yours beside Spec) and
+    ``hint``; return when none is marked."""
+    idx = np.flatnonzero(bad)
+    if idx.size == 0:
+        return
+    shown = "; ".join(f"at {tuple(int(v) for v in np.unravel_index(i, want.shape))}: Yours {got.flat[i]:.9g}, "
+                      f"Spec {want.flat[i]:.9g}" for i in idx[:3])
+    hint = f" ({hint})" if hint else ""
+    raise AssertionError(f"{title}: {idx.size} of {want.size} outputs {problem}; {shown}{hint}")
+
+
+def judge_kernel_runs(outputs: dict, key: str, want: np.ndarray, tol, *, title: str, bound=None) -> None:
+    """Judge the buffers :func:`produce_runs` handed back under ``key`` against ``want`` (float64).
+
+    ``tol`` is the allowed absolute error (scalar or per element); ``bound`` (optional) the largest |value|
+    any output built from the inputs can have, so that larger ones are named reads of memory nobody wrote.
+
+    Raises:
+        AssertionError: naming ``title``, the first differing indices (Yours beside Spec) and the likely bug.
+    """
+    if f"{key}_error" in outputs:
+        msg = outputs[f"{key}_error"]
+        msg = msg if isinstance(msg, str) else repr(msg)
+        raise AssertionError(f"{title}: the kernel indexed outside an array ({msg:.200}): a thread whose "
+                             f"element is past the end must do nothing (a bounds guard)")
+    n = want.size
+    runs = []
+    for r in range(RUNS):
+        if f"{key}_{r}" in outputs and not isinstance(outputs[f"{key}_{r}"], np.ndarray):
+            raise AssertionError(f"{title}: {key}_{r} is not an array")
+        runs.append(array(outputs, f"{key}_{r}", shape=(n + GUARD_ELEMENTS,), dtype="f", title=title))
+    if any(not np.isnan(r[n:]).all() for r in runs):
+        raise AssertionError(f"{title}: the kernel wrote past the end of the output (a thread outside it "
+                             f"stored a value): add the bounds guard before the store")
+    got = runs[0][:n].astype(np.float64).reshape(want.shape)
+    _mismatch(title, got, want, np.isnan(got), "were never written (still the NaN poured in before the launch)",
+              "the grid or the loop does not cover every element, or the bounds guard is too strict")
+    if any(not np.array_equal(r[:n], runs[0][:n], equal_nan=True) for r in runs[1:]):
+        raise AssertionError(f"{title}: two identical runs gave different results: threads race (a missing "
+                             f"cuda.syncthreads() after loading a tile or after using it)")
+    if bound is not None:
+        _mismatch(title, got, want, ~(np.abs(got) <= bound + tol), "are values the inputs cannot produce",
+                  "memory nobody wrote was read: a tile used before cuda.syncthreads(), or an accumulator "
+                  "never set to 0")
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~(np.abs(got - want) <= tol)
+    _mismatch(title, got, want, bad, "differ")
+
+
+def judge_numbers(outputs: dict, key: str, cases, want, *, title: str, name: str, rtol: float = 1e-12) -> None:
+    """Judge a list of numbers (one per case) against ``want``, allowing only float rounding (``rtol``)."""
+    if key not in outputs:
+        raise AssertionError(f"{title}: no result {key!r} came back (did the function raise?)")
+    got = outputs[key]
+    if isinstance(got, np.ndarray):
+        got = got.tolist() if got.ndim == 1 else None
+    if not isinstance(got, list) or len(got) != len(cases):
+        raise AssertionError(f"{title}: {key} is not a list of {len(cases)} results; got {got!r:.80}")
+    wrong = []
+    for case, g, w in zip(cases, got, want):
+        try:
+            ok = isinstance(g, (int, float)) and not isinstance(g, bool) and abs(float(g) - w) <= rtol * abs(w)
+        except OverflowError:  # an int too large for a float
+            ok = False
+        if not ok:
+            wrong.append(f"{name}{tuple(case)}: Yours {g!r:.40}, Spec {float(w):.12g}")
+    if wrong:
+        raise AssertionError(f"{title}: {len(wrong)} of {len(cases)} cases differ; " + "; ".join(wrong[:3]))
+
+
+# --- Task 1.1: copy with a grid-stride loop ----------------------------------------------------------------------
+
+def _stream_sizes(rng, middle: bool):
+    """Sizes as the hidden tests draw them: one inside a block, (``middle``) one past the simulator's
+    block, and an odd one past its whole grid (3 blocks of 32), so the loop must stride."""
+    sizes = [int(rng.integers(2, 31))] + ([int(rng.integers(97, 127))] if middle else [])
+    return sizes + [33 + 2 * int(rng.integers(100, 130))]
+
+
+def _copy_inputs(rng):
+    sizes = _stream_sizes(rng, middle=True)
+    return {"cases": len(sizes), **{f"src{i}": rng.standard_normal(n).astype(np.float32) for i, n in enumerate(sizes)}}
+
+
+def _copy_produce(ns, inp):
+    k, grid = student(ns, "make_copy_kernel")(), student(ns, "stream_grid")
+    out = {}
+    for i in range(inp["cases"]):
+        src, = device_inputs(inp[f"src{i}"])
+        n = inp[f"src{i}"].size
+        out.update(produce_runs(lambda dst: k[grid(n)](dst, src), (n,), f"dst{i}"))
+    return out
+
+
+def _copy_judge(inp, out):
+    for i in range(inp["cases"]):
+        src = inp[f"src{i}"]
+        judge_kernel_runs(out, f"dst{i}", src.astype(np.float64), 0.0, title=f"Task 1.1 (copy at size {src.size})")
+
+
+# --- Task 1.2: triad ----------------------------------------------------------------------------------------------
+
+def _triad_inputs(rng):
+    sizes = _stream_sizes(rng, middle=False)
+    s = float(np.float32(rng.choice([-1, 1]) * rng.uniform(0.25, 3.0)))  # a float32 scalar, never 0 or 1
+    data = {}
+    for i, n in enumerate(sizes):
+        data[f"b{i}"] = rng.standard_normal(n).astype(np.float32)
+        data[f"c{i}"] = rng.standard_normal(n).astype(np.float32)
+    return {"cases": len(sizes), "s": s, **data}
+
+
+def _triad_produce(ns, inp):
+    k, grid, s = student(ns, "make_triad_kernel")(), student(ns, "stream_grid"), np.float32(inp["s"])
+    out = {}
+    for i in range(inp["cases"]):
+        b, c = device_inputs(inp[f"b{i}"], inp[f"c{i}"])
+        n = inp[f"b{i}"].size
+        out.update(produce_runs(lambda a: k[grid(n)](a, b, c, s), (n,), f"a{i}"))
+    return out
+
+
+def _triad_judge(inp, out):
+    s = float(inp["s"])
+    for i in range(inp["cases"]):
+        b, c = inp[f"b{i}"].astype(np.float64), inp[f"c{i}"].astype(np.float64)
+        tol = 2 * FLOAT32_EPS * (np.abs(b) + abs(s) * np.abs(c)) + FLOAT32_TINY  # two roundings, or one FMA
+        judge_kernel_runs(out, f"a{i}", b + s * c, tol, title=f"Task 1.2 (triad, s = {s:g}, at size {b.size})")
+
+
+# --- Task 1.3: FMA throughput -------------------------------------------------------------------------------------
+
+def _fma_inputs(rng):
+    chains = int(rng.integers(2, 6))
+    sizes = [int(rng.integers(2, 31)), 33 + int(rng.integers(0, 30))]
+    # b = 1 and small integer x0, c keep every chain an exact float32 integer: x0 + n_iter c
+    cases = [[n, int(rng.integers(2, 9)), int(rng.integers(-3, 4)), int(rng.integers(1, 4))] for n in sizes]
+    return {"chains": chains, "cases": cases}
+
+
+def _fma_produce(ns, inp):
+    threads = student(ns, "THREADS")
+    k = student(ns, "make_fma_kernel")(int(inp["chains"]))
+    out = {}
+    for i, (n, n_iter, x0, c) in enumerate(inp["cases"]):
+        launch = lambda o: k[(n + threads - 1) // threads, threads](o, np.int32(n_iter), np.float32(x0),
+                                                                    np.float32(1), np.float32(c))
+        out.update(produce_runs(launch, (n,), f"out{i}"))
+    return out
+
+
+def _fma_judge(inp, out):
+    chains = int(inp["chains"])
+    for i, (n, n_iter, x0, c) in enumerate(inp["cases"]):
+        want = np.full(n, chains * (x0 + n_iter * c), np.float64)
+        judge_kernel_runs(out, f"out{i}", want, 0.0, title=f"Task 1.3 (fma, {chains} chains, n_iter = {n_iter}, "
+                          f"x0 = {x0}, b = 1, c = {c}, at size {n})")
+
+
+# --- Task 1.4: arithmetic intensity of the GEMM kernels ----------------------------------------------------------
+
+VARIANTS = ("naive", "tiled")
+
+
+def _model_cases(rng, high: int):
+    return [[int(v) for v in rng.integers(1, high, 3)] + [int(rng.choice([4, 8, 16, 32]))] for _ in range(12)]
+
+
+def _intensity_inputs(rng):
+    return {"cases": _model_cases(rng, 300)}
+
+
+def _intensity_produce(ns, inp):
+    f = student(ns, "gemm_intensity")
+    return {v: [plain_number(f(M, N, K, v, tile=tile)) for M, N, K, tile in inp["cases"]] for v in VARIANTS}
+
+
+def plain_number(x):
+    """``x`` as a number the exchange can carry (ints stay exact), or its repr when it is not a number, so the
+    judge can show what came back."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    try:
+        return float(x)
+    except (TypeError, ValueError, OverflowError):
+        return repr(x)[:80]
+
+
+def _intensity_judge(inp, out):
+    from scaledl.kernels import gemm_traffic
+
+    for v in VARIANTS:
+        want = [gemm_traffic(M, N, K, v, **({"tile": tile} if v == "tiled" else {})).arithmetic_intensity_flop_per_byte
+                for M, N, K, tile in inp["cases"]]
+        judge_numbers(out, v, inp["cases"], want, title=f"Task 1.4 ({v})", name=f"gemm_intensity[{v}]")
+
+
+TASKS = (
+    Task("task_1_1", "Task 1.1", ("make_copy_kernel",), _copy_inputs, _copy_produce, _copy_judge,
+         local_seed=150101, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+    Task("task_1_2", "Task 1.2", ("make_triad_kernel",), _triad_inputs, _triad_produce, _triad_judge,
+         local_seed=150103, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+    Task("task_1_3", "Task 1.3", ("make_fma_kernel",), _fma_inputs, _fma_produce, _fma_judge,
+         local_seed=150105, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+    Task("task_1_4", "Task 1.4", ("gemm_intensity",), _intensity_inputs, _intensity_produce, _intensity_judge,
+         local_seed=150107, forbidden_modules=MODEL_MODULES),
+)

@@ -1,0 +1,238 @@
+"""Lab 05 (ring all-reduce): the graded tasks, split into inputs, production and judgement.
+
+- Task 1.1, ``ring_schedule(p, length)``: its rounds come back as data ([src, dst, start, stop, op] per
+  transfer); the judge plays them on integer buffers against the exact sum and simulates them on a uniform
+  switch against 2 (p-1) alpha + 2 (p-1)/p n beta, with :func:`scaledl.labs.ring.check_ring_schedule`.
+- Task 2.1, ``ring_allreduce_mpi(comm, x)``: run under ``mpiexec`` at 4 ranks (:mod:`.mpi_runner`), one length
+  past MPICH's eager limit so that a ring which sends before it receives deadlocks and times out.
+- Task 3.1-3.2, ``ring_cost`` and ``best_ring_order`` on a DGX-1 with one slow NVLink, against
+  :func:`scaledl.comm.topology.ring_seconds_per_byte` and an exhaustive search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaledl.course.tasks import Task, array, student
+
+# --- Task 1.1: the ring as a schedule -------------------------------------------------------------------------
+
+OPS = ("reduce", "copy")
+TIMED_RANKS = (3, 5, 8)      # check_ring_schedule times the ring at these p, on 4 p elements
+MAX_TRANSFERS = 4096         # per schedule: a ring of p <= 8 has 2 p (p - 1) = 112; more is junk, not an answer
+
+
+def _schedule_inputs(rng):
+    p = int(rng.integers(5, 8))
+    lengths = [int(rng.integers(3, 5)), int(rng.integers(50, 99))]  # shorter than p (empty blocks), and odd-ish
+    cases = [[p, n] for n in lengths] + [[q, 4 * q] for q in TIMED_RANKS]
+    return {"p": p, "lengths": lengths, "seed": int(rng.integers(2**31)), "cases": cases}
+
+
+def _schedule_produce(ns, inp):
+    from scaledl.comm.schedule import Transfer
+
+    f = student(ns, "ring_schedule")
+    out = []
+    for p, length in inp["cases"]:
+        rounds = []
+        for k, rnd in enumerate(f(int(p), int(length))):
+            row = []
+            for t in rnd:
+                if not isinstance(t, Transfer):
+                    raise TypeError(f"round {k} of ring_schedule({p}, {length}) holds {t!r}; each round must be a "
+                                    "list of scaledl.comm.schedule.Transfer(src, dst, start, stop, op)")
+                row.append([int(t.src), int(t.dst), int(t.start), int(t.stop), str(t.op)])
+            rounds.append(row)
+        out.append(rounds)
+    return {"schedules": out}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _decode(t: str, sched, p: int, length: int) -> list[tuple]:
+    """One schedule as rounds of Transfer, checked to be what produce writes, else AssertionError."""
+    from scaledl.comm.schedule import Transfer
+
+    where = f"ring_schedule({p}, {length})"
+    if not isinstance(sched, list) or not all(isinstance(r, list) for r in sched):
+        raise AssertionError(f"{t}: {where} came back as {type(sched).__name__}; expected a list of rounds")
+    if len(sched) > MAX_TRANSFERS or sum(len(r) for r in sched) > MAX_TRANSFERS:
+        raise AssertionError(f"{t}: {where} has {sum(len(r) for r in sched)} transfers; the ring needs 2 p (p - 1)")
+    rounds = []
+    for k, rnd in enumerate(sched):
+        row = []
+        for item in rnd:
+            ok = isinstance(item, list) and len(item) == 5 and all(_is_int(v) for v in item[:4]) and item[4] in OPS
+            if not ok:
+                raise AssertionError(f"{t}: round {k} of {where} holds {item!r:.80}; expected a Transfer")
+            src, dst, start, stop, op = item
+            if not (0 <= src < p and 0 <= dst < p and 0 <= start <= stop <= length):
+                raise AssertionError(f"{t}: round {k} of {where} holds Transfer{tuple(item)}: ranks must be in "
+                                     f"0..{p - 1} and 0 <= start <= stop <= {length}")
+            row.append(Transfer(src, dst, start, stop, op))
+        rounds.append(row)
+    return rounds
+
+
+def _schedule_judge(inp, out):
+    from scaledl.labs import ring as L
+
+    t = "Task 1.1"
+    cases = [(int(p), int(n)) for p, n in inp["cases"]]
+    if "schedules" not in out:
+        raise AssertionError(f"{t}: no result 'schedules' came back (did the function raise?)")
+    got = out["schedules"]
+    if not isinstance(got, list) or len(got) != len(cases):
+        raise AssertionError(f"{t}: expected {len(cases)} schedules, one per (p, length) {cases}")
+    table = {case: _decode(t, s, *case) for case, s in zip(cases, got)}
+    try:
+        res = L.check_ring_schedule(lambda p, n: table[(p, n)], ranks=(int(inp["p"]),),
+                                    lengths=tuple(int(n) for n in inp["lengths"]), seed=int(inp["seed"]), report=None)
+    except Exception as err:  # a schedule valid in form that the simulator cannot play: the task fails, not us
+        raise AssertionError(f"{t}: ring_schedule's rounds cannot be played or simulated: {err!r:.300}") from None
+    if not res.passed:
+        raise AssertionError(f"{t}: ring_schedule\n{res}")
+
+
+# --- Task 2.1: the ring over MPI --------------------------------------------------------------------------------
+
+MPI_RANKS = 4
+MPI_TIMEOUT_s = 40.0   # a 4-rank run of three lengths takes a few seconds; past this it is a deadlock
+EAGER_FLOATS = 16_384  # 64 KiB of float32, MPICH's largest eager size: a block above it must be received
+
+
+def _mpi_data(seed: int, rank: int, length: int) -> np.ndarray:
+    """Rank ``rank``'s vector: quarters in [-16, 16), so every summation order gives the exact sum in float32."""
+    rng = np.random.default_rng([seed, rank, length])
+    return (rng.integers(-64, 64, length) / 4).astype(np.float32)
+
+
+def _odd(rng, lo: int, hi: int) -> int:
+    """A length in [lo, hi) that is not a multiple of the ranks, so the blocks differ in size."""
+    n = int(rng.integers(lo, hi))
+    return n + 1 if n % MPI_RANKS == 0 else n
+
+
+def _mpi_inputs(rng):
+    lengths = [_odd(rng, 1, 9), _odd(rng, 1_000, 2_000),
+               _odd(rng, 120_001, 130_000)]  # blocks of ~30 000 floats: past the eager limit
+    return {"ranks": MPI_RANKS, "lengths": lengths, "seed": int(rng.integers(2**31)), "timeout_s": MPI_TIMEOUT_s}
+
+
+def _mpi_produce(ns, inp):
+    from scaledl.course.tasks.mpi_runner import call_on_ranks
+
+    f = student(ns, "ring_allreduce_mpi")
+    p, seed = int(inp["ranks"]), int(inp["seed"])
+    xs = [[_mpi_data(seed, r, int(n)) for r in range(p)] for n in inp["lengths"]]
+    run = call_on_ranks(f, xs, timeout_s=float(inp["timeout_s"]))
+    out = {"status": run.status, "log": run.log}
+    for i, row in enumerate(run.results):
+        for r, got in enumerate(row):
+            if got is not None:
+                out[f"got_l{i}_r{r}"] = got
+    return out
+
+
+def _mpi_judge(inp, out):
+    t = "Task 2.1"
+    status = out.get("status")
+    log = out.get("log") if isinstance(out.get("log"), str) else ""
+    if status == "timeout":
+        raise AssertionError(
+            f"{t}: timed out (deadlock?): no result within {float(inp['timeout_s']):g} s at {inp['ranks']} ranks, "
+            f"lengths {inp['lengths']}. Every rank is blocked in a send that waits for its neighbour's receive, and "
+            "the neighbour is itself sending: MPICH buffers small messages (so the bug hides at small sizes) but not "
+            "large ones. Use comm.Sendrecv(sendbuf, dest=right, recvbuf=..., source=left), or post comm.Irecv "
+            "before comm.Send.")
+    if status != "ok":
+        raise AssertionError(f"{t}: the ranks did not finish cleanly (status {status!r:.40}); their output ends:\n"
+                             f"{log[-1500:]}")
+    p, seed = int(inp["ranks"]), int(inp["seed"])
+    for i, n in enumerate(int(n) for n in inp["lengths"]):
+        xs = [_mpi_data(seed, r, n) for r in range(p)]
+        want = np.sum(np.asarray(xs, np.float64), axis=0)  # exact: quarters of small integers
+        for r in range(p):
+            got = array(out, f"got_l{i}_r{r}", shape=(n,), dtype="f", title=t).astype(np.float64)
+            # exact, as today's check against MPI.Allreduce: these sums carry no rounding in float32, in any order
+            bad = np.flatnonzero(~(got == want))
+            if bad.size:
+                show = "; ".join(f"element {j}: Yours {got[j]!r}, Spec {want[j]!r}" for j in bad[:3])
+                raise AssertionError(
+                    f"{t}: at {p} ranks, length {n}, rank {r}: {bad.size} of {n} elements differ from the sum; {show}. "
+                    "Check the block bounds (every element in one block, also when the length is not a multiple "
+                    "of p) and that the first p - 1 steps add what arrives and the last p - 1 overwrite.")
+
+
+# --- Task 3.1-3.2: ring cost and ring order on a real topology ------------------------------------------------
+
+ORDERS = 8  # random orders whose cost ring_cost must match (today's hidden test: samples=8)
+
+
+def _topology(inp):
+    """The DGX-1 hybrid cube mesh with link ``slow`` at 1/``factor`` of its bandwidth, both directions."""
+    from scaledl.comm import topology as T
+
+    a, b = (int(v) for v in inp["slow"])
+    return T.with_links(T.hybrid_cube_mesh(), {(a, b): {"bandwidth_Bps": T.NVLINK1_P100_LINK_Bps / inp["factor"]}})
+
+
+def _order_inputs(rng):
+    from scaledl.comm import topology as T
+
+    links = sorted((int(a), int(b)) for a, b in T.hybrid_cube_mesh().edges if a < b)
+    slow = links[int(rng.integers(len(links)))]
+    orders = np.array([rng.permutation(8) for _ in range(ORDERS)], np.int64)
+    return {"slow": list(slow), "factor": int(rng.integers(3, 12)), "orders": orders}
+
+
+def _order_produce(ns, inp):
+    cost, best = student(ns, "ring_cost"), student(ns, "best_ring_order")
+    costs = [float(cost(_topology(inp), [int(r) for r in order])) for order in inp["orders"]]
+    return {"costs": np.array(costs, np.float64),
+            "best": np.array([int(r) for r in best(_topology(inp))], np.int64)}
+
+
+def _order_judge(inp, out):
+    from scaledl.comm import topology as T
+
+    topo = _topology(inp)
+    label = f"the DGX-1 with link {inp['slow'][0]}-{inp['slow'][1]} at 1/{inp['factor']}"
+    orders = np.asarray(inp["orders"])
+    got = array(out, "costs", shape=(len(orders),), dtype="f", title="Task 3.1").astype(np.float64)
+    for order, yours in zip(orders, got):
+        order = [int(r) for r in order]
+        spec = T.ring_seconds_per_byte(topo, order)
+        if not np.isclose(yours, spec, rtol=1e-12, atol=0):  # same routes, same arithmetic: only rounding differs
+            raise AssertionError(
+                f"Task 3.1: ring_cost on {label}, order {order}: Yours {yours:.6g} s/B, Spec {spec:.6g} s/B. Route "
+                "each ring edge by nx.shortest_path(topology, a, b, weight='latency_s'), count the edges on each "
+                "link, and return the largest count / bandwidth_Bps.")
+    p = topo.graph["ranks"]
+    order = array(out, "best", shape=(p,), dtype="iu", title="Task 3.2")
+    if sorted(order.tolist()) != list(range(p)):
+        raise AssertionError(f"Task 3.2: best_ring_order on {label}: Yours {order.tolist()} is not a permutation "
+                             f"of 0..{p - 1}")
+    best = T.ring_seconds_per_byte(topo, T.ring_order(topo, exhaustive_up_to=max(8, p)))  # every order
+    yours = T.ring_seconds_per_byte(topo, order.tolist())
+    if yours > best * (1 + 1e-12):
+        raise AssertionError(f"Task 3.2: best_ring_order on {label}: Yours {order.tolist()} costs {yours:.4g} s/B, "
+                             f"Spec (the best order) {best:.4g} s/B. Try every order that starts with rank 0 and "
+                             "keep the one with the smallest ring_cost.")
+
+
+TASKS = (
+    Task("task_1_1", "Task 1.1", ("ring_schedule",), _schedule_inputs, _schedule_produce, _schedule_judge,
+         local_seed=150501,
+         forbidden=("scaledl.comm.schedule.build", "scaledl.comm.schedule.allreduce", "scaledl.comm.schedule._ring")),
+    Task("task_2_1", "Task 2.1", ("ring_allreduce_mpi",), _mpi_inputs, _mpi_produce, _mpi_judge, local_seed=150504,
+         forbidden=("scaledl.comm.mpi.ring_allreduce", "scaledl.comm.mpi.schedule_allreduce"),
+         forbidden_attributes=("Allreduce", "allreduce", "Iallreduce", "Reduce", "Reduce_scatter",
+                               "Reduce_scatter_block")),
+    Task("task_3_1_3_2", "Task 3.1-3.2", ("ring_cost", "best_ring_order"), _order_inputs, _order_produce,
+         _order_judge, local_seed=150503,
+         forbidden=("scaledl.comm.topology.ring_seconds_per_byte", "scaledl.comm.topology.ring_order")),
+)

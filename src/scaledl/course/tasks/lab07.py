@@ -1,0 +1,231 @@
+"""Lab 07 (batch dispatch): the graded tasks, split into inputs, production and judgement."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaledl.course.tasks import Task, number, student
+from scaledl.course.tasks import array as _checked_array
+
+N_POLICY_REQUESTS = 3000   # per load in Task 1.1: the plain-Python event loop serves them in milliseconds
+N_SLO_REQUESTS = 20_000    # per simulation in Task 3.1, as the lab's own max_users uses (judge: well under 5 s)
+
+
+def array(outputs: dict, key: str, *, title: str = "", **kw) -> np.ndarray:
+    """:func:`scaledl.course.tasks.array`, with a ragged list (``[[1, 2], [3]]``, which NumPy refuses with a
+    ValueError) turned into the AssertionError every other hostile result gives."""
+    got = outputs.get(key)
+    if got is not None and not isinstance(got, np.ndarray):
+        try:
+            np.asarray(got)
+        except (ValueError, TypeError):
+            raise AssertionError(f"{title}: {key} is not an array of numbers") from None
+    return _checked_array(outputs, key, title=title, **kw)
+
+
+def _int_list(out: dict, key: str, n: int, title: str) -> list:
+    """``outputs[key]`` as a list of ``n`` policy answers (anything that is not an int stays, to be shown)."""
+    if key not in out:
+        raise AssertionError(f"{title}: no result {key!r} came back (did the function raise?)")
+    got = out[key]
+    if isinstance(got, np.ndarray):
+        got = got.tolist() if got.dtype.kind in "iu" and got.ndim == 1 else None
+    if not isinstance(got, list) or len(got) != n:
+        raise AssertionError(f"{title}: {key} is not a list of {n} answers")
+    return got
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _answer(v):
+    """A policy's answer as plain data: an int stays an int, anything else is kept as its repr to show."""
+    if isinstance(v, np.integer):
+        v = int(v)
+    return v if _is_int(v) else repr(v)[:60]
+
+
+def _policy_table(rng, n: int, max_batches) -> list:
+    """(waiting, busy, max_batch) triples: empty queue, fewer than, exactly and more than max_batch waiting."""
+    rows = []
+    for _ in range(n):
+        mb = int(rng.choice(max_batches))
+        w = int(rng.choice([0, 1, mb - 1, mb, mb + 1, int(rng.integers(0, 3 * mb + 3))]))
+        rows.append([max(w, 0), bool(rng.random() < 0.3), mb])
+    return rows
+
+
+def _table_judge(name: str, spec, rows, got, title: str) -> None:
+    for (w, busy, mb), g in zip(rows, got):
+        want = spec(w, busy, mb)
+        if not (_is_int(g) and g == want):
+            raise AssertionError(f"{title}: {name}({w}, {busy}, {mb}): Yours {g!r}, Spec {want}")
+
+
+# --- Task 1.1: the batch-dispatch policy -------------------------------------------------------------------
+
+def _dispatch_inputs(rng):
+    u = rng.uniform
+    # Light load (mostly batches of one: a policy that waits for full batches stalls), moderate load, overload
+    # where the cap binds on almost every batch (an off-by-one cap shows), and max_batch=1. Odd caps on purpose.
+    loads = [dict(rate=u(30, 80), a_s=0.002, c_s=0.0005, max_batch=int(rng.choice([5, 7, 9]))),
+             dict(rate=u(800, 1200), a_s=0.004, c_s=0.0004, max_batch=int(rng.choice([11, 13, 15]))),
+             dict(rate=u(2500, 3500), a_s=0.002, c_s=0.0005, max_batch=int(rng.choice([3, 5, 7]))),
+             dict(rate=u(200, 400), a_s=0.002, c_s=0.0005, max_batch=1)]
+    loads = [{k: (float(v) if k != "max_batch" else v) for k, v in c.items()} for c in loads]
+    return {"loads": loads, "seed": int(rng.integers(2**31)),
+            "n_requests": int(rng.integers(N_POLICY_REQUESTS - 500, N_POLICY_REQUESTS + 500)),
+            "table": _policy_table(rng, 40, [1, 2, 5, 8, 13])}
+
+
+def _run(policy, load: dict, inp: dict):
+    from scaledl.serve import linear
+    from scaledl.serve.hook import run_policy
+
+    return run_policy(policy, rate=load["rate"], service=linear(load["a_s"], load["c_s"]),
+                      n_requests=inp["n_requests"], max_batch=load["max_batch"], seed=inp["seed"])
+
+
+def _dispatch_produce(ns, inp):
+    f = student(ns, "batch_dispatch")
+    out = {"table": [_answer(f(w, busy, mb)) for w, busy, mb in inp["table"]]}
+    for i, load in enumerate(inp["loads"]):
+        try:
+            r = _run(f, load, inp)
+        except (TypeError, ValueError) as e:  # the event loop refusing a policy's answer: shown by the judge
+            out[f"error_{i}"] = f"{type(e).__name__}: {e}"
+            continue
+        out[f"batch_size_{i}"] = r.batch_size
+        out[f"overlapping_{i}"] = r.overlapping
+        out[f"unserved_{i}"] = r.unserved
+    return out
+
+
+def _dispatch_judge(inp, out):
+    from scaledl.serve.hook import batch_dispatch_spec
+
+    t = "Task 1.1"
+    rows = inp["table"]
+    _table_judge("batch_dispatch", batch_dispatch_spec, rows, _int_list(out, "table", len(rows), t), t)
+    for i, load in enumerate(inp["loads"]):
+        case = f"{t}: rate {load['rate']:.0f} req/s, max_batch={load['max_batch']}"
+        if isinstance(out.get(f"error_{i}"), str):
+            raise AssertionError(f"{case}: {out[f'error_{i}']:.300}")
+        want = _run(batch_dispatch_spec, load, inp).batch_size
+        got = array(out, f"batch_size_{i}", dtype="iu", title=case)
+        if got.ndim != 1:
+            raise AssertionError(f"{case}: batch sizes have shape {got.shape}; expected a list of batches")
+        overlapping = number(out, f"overlapping_{i}", title=case)
+        assert overlapping == 0, f"{case}: {overlapping:.0f} batches started while another was running"
+        unserved = number(out, f"unserved_{i}", title=case)
+        assert unserved == 0, f"{case}: {unserved:.0f} requests never served"
+        m = min(got.size, want.size)
+        diff = np.flatnonzero(got[:m] != want[:m])
+        first = int(diff[0]) if diff.size else (m if got.size != want.size else None)
+        if first is not None:
+            yours = int(got[first]) if first < got.size else "none"
+            spec = int(want[first]) if first < want.size else "none"
+            raise AssertionError(f"{case}: the first different batch is number {first}: Yours {yours}, "
+                                 f"Spec {spec}")
+
+
+# --- Task 1.2: the M/D/1 wait and the one-at-a-time policy -------------------------------------------------
+
+def _md1_inputs(rng):
+    cases = []
+    while len(cases) < 5:
+        r, s = float(rng.uniform(10, 400)), float(rng.uniform(1e-4, 2e-3))
+        if r * s < 0.95:  # a steady state exists
+            cases.append([r, s])
+    rows = [[w, bool(busy), 1] for w in range(6) for busy in (False, True)]
+    return {"cases": cases, "table": [rows[i] for i in rng.permutation(len(rows))]}
+
+
+def _md1_produce(ns, inp):
+    wait, one = student(ns, "md1_wait"), student(ns, "one_at_a_time")
+    return {"wait": np.array([float(wait(r, s)) for r, s in inp["cases"]], np.float64),
+            "table": [_answer(one(w, busy, mb)) for w, busy, mb in inp["table"]]}
+
+
+def _md1_judge(inp, out):
+    from scaledl.serve import md1_mean_wait_s
+    from scaledl.serve.hook import single_spec
+
+    t = "Task 1.2"
+    got = array(out, "wait", shape=(len(inp["cases"]),), dtype="f", title=t).astype(np.float64)
+    for (r, s), g in zip(inp["cases"], got):
+        want = md1_mean_wait_s(r, s)
+        assert np.isclose(g, want, rtol=1e-12, atol=0), f"{t}: md1_wait({r!r}, {s!r}): Yours {g!r}, Spec {want!r}"
+    rows = inp["table"]
+    _table_judge("one_at_a_time", single_spec, rows, _int_list(out, "table", len(rows), t), t)
+
+
+# --- Task 2.1: the eager batcher's steady-state batch ------------------------------------------------------
+
+def _steady_inputs(rng):
+    cases = []
+    while len(cases) < 6:
+        r, a, c = float(rng.uniform(10, 3000)), float(rng.uniform(1e-3, 2e-2)), float(rng.uniform(1e-5, 3e-4))
+        if r * c < 0.9:  # batches stay finite
+            cases.append([r, a, c])
+    return {"cases": cases}
+
+
+def _steady_produce(ns, inp):
+    f = student(ns, "steady_batch")
+    return {"batch": np.array([float(f(r, a, c)) for r, a, c in inp["cases"]], np.float64)}
+
+
+def _steady_judge(inp, out):
+    from scaledl.serve import eager_steady_batch
+
+    t = "Task 2.1"
+    got = array(out, "batch", shape=(len(inp["cases"]),), dtype="f", title=t).astype(np.float64)
+    for (r, a, c), g in zip(inp["cases"], got):
+        want = eager_steady_batch(r, a, c)
+        assert np.isclose(g, want, rtol=1e-12, atol=0), \
+            f"{t}: steady_batch({r!r}, {a!r}, {c!r}): Yours {g!r}, Spec {want!r}"
+
+
+# --- Task 3.1: users at a latency objective, graded with the library's own policy ---------------------------
+
+def _users_inputs(rng):
+    a, c, mb = float(rng.uniform(1e-3, 3e-3)), float(rng.uniform(1e-4, 6e-4)), int(rng.integers(9, 25))
+    # a p98 objective a few full batches long: tight enough that the answer lies well below capacity
+    return {"a_s": a, "c_s": c, "max_batch": mb, "slo_s": float((a + c * mb) * rng.uniform(2.0, 4.0))}
+
+
+def _users_produce(ns, inp):
+    from scaledl.serve import linear
+    from scaledl.serve.hook import batch_dispatch_spec
+
+    f = student(ns, "max_users")
+    return {"users": float(f(batch_dispatch_spec, linear(inp["a_s"], inp["c_s"]), inp["slo_s"], inp["max_batch"]))}
+
+
+def _users_judge(inp, out):
+    from scaledl.serve import linear, max_rate_at_slo
+
+    t = "Task 3.1"
+    got = number(out, "users", title=t)
+    want = max_rate_at_slo("batch_dispatch", service=linear(inp["a_s"], inp["c_s"]), slo_s=inp["slo_s"],
+                           n_requests=N_SLO_REQUESTS, max_batch=inp["max_batch"])
+    # 1 %: both searches stop within 0.1 % of the same crossing on the same arrivals
+    assert abs(got / want - 1) < 0.01, (
+        f"{t}: service {inp['a_s'] * 1e3:.3f} + {inp['c_s'] * 1e3:.3f} b ms, p98 <= {inp['slo_s'] * 1e3:.2f} ms, "
+        f"max_batch={inp['max_batch']}: Yours {got:.1f} req/s, Spec {want:.1f} req/s")
+
+
+TASKS = (
+    Task("task_1_1", "Task 1.1", ("batch_dispatch",), _dispatch_inputs, _dispatch_produce, _dispatch_judge,
+         local_seed=150701, forbidden=("scaledl.serve.hook.batch_dispatch_spec", "scaledl.serve.hook.single_spec")),
+    Task("task_1_2", "Task 1.2", ("md1_wait", "one_at_a_time"), _md1_inputs, _md1_produce, _md1_judge,
+         local_seed=150702, forbidden=("scaledl.serve.md1_mean_wait_s", "scaledl.serve.hook.single_spec"),
+         forbidden_modules=("scaledl.serve.theory",)),
+    Task("task_2_1", "Task 2.1", ("steady_batch",), _steady_inputs, _steady_produce, _steady_judge,
+         local_seed=150704, forbidden=("scaledl.serve.eager_steady_batch",),
+         forbidden_modules=("scaledl.serve.theory",)),
+    Task("task_3_1", "Task 3.1", ("max_users",), _users_inputs, _users_produce, _users_judge, local_seed=150705,
+         forbidden=("scaledl.serve.max_rate_at_slo",), forbidden_modules=("scaledl.serve.slo",)),
+)

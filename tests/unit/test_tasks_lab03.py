@@ -1,0 +1,191 @@
+"""Lab 03's graded tasks: each judge accepts a correct answer, rejects the classic bugs and hostile results."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from scaledl.course import exchange
+from scaledl.course.tasks import get
+from scaledl.numerics import encode, octav_clip, quantize
+
+SEEDS = (0, 1, 2)
+
+
+def _round_ref(x):
+    return quantize(np.asarray(x, np.float32), "e4m3").astype(np.float32)
+
+
+def _encode_ns(body="return encode(e4m3_round(x), 'e4m3')", **extra):
+    """A notebook-like namespace whose ``e4m3_encode`` looks ``e4m3_round`` up in it, as a notebook's does."""
+    ns = {"np": np, "encode": encode, "e4m3_round": _round_ref, **extra}
+    exec(f"def e4m3_encode(x):\n    {body}\n", ns)
+    return ns
+
+
+def _octav_ref(x, bits, iters=20):
+    return octav_clip(x, bits, iters=iters, rtol=0.0)[1]
+
+
+def _snr_ref(x, q):
+    return 10 * np.log10(np.mean(x**2) / np.mean((q - x) ** 2))
+
+
+def _gain_ref(x, bits, octav=_octav_ref, snr=_snr_ref):
+    top = 2 ** (bits - 1) - 1
+    q_max = quantize(x, f"int{bits}", scale=np.abs(x).max() / top)
+    q_oct = quantize(x, f"int{bits}", scale=octav(x, bits)[-1] / top)
+    return (snr(x, q_oct) - snr(x, q_max)) / (20 * np.log10(2))
+
+
+CORRECT = {
+    "task_1_1": lambda: {"e4m3_round": _round_ref},
+    "task_1_2": _encode_ns,
+    "task_2_1": lambda: {"octav": _octav_ref},
+    "task_2_2": lambda: {"snr_db": _snr_ref, "clipping_gain_bits": _gain_ref},
+}
+
+
+def _run(grade_id, ns, seed=0):
+    """Inputs for ``seed``, the namespace's outputs, both as the grader reads them back."""
+    task = get("lab03", grade_id)
+    inp = exchange.roundtrip(task.make_inputs(np.random.default_rng(seed)))
+    return task, inp, exchange.roundtrip(task.produce(ns, inp))
+
+
+def _rejects(grade_id, ns, match, seed=0):
+    task, inp, out = _run(grade_id, ns, seed)
+    with pytest.raises(AssertionError, match=match):
+        task.judge(inp, out)
+
+
+# (a) a correct answer passes on several seeds, and at the notebook's own local seed
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("grade_id", list(CORRECT))
+def test_judge_accepts_a_correct_answer(grade_id, seed):
+    task, inp, out = _run(grade_id, CORRECT[grade_id](), seed)
+    task.judge(inp, out)
+
+
+@pytest.mark.parametrize("grade_id", list(CORRECT))
+def test_judge_accepts_a_correct_answer_at_the_local_seed(grade_id):
+    task = get("lab03", grade_id)
+    _, inp, out = _run(grade_id, CORRECT[grade_id](), task.local_seed)
+    task.judge(inp, out)
+
+
+# (b) the classic bugs
+def _round_half_up(x):
+    x = np.asarray(x, np.float32)
+    a = np.abs(x.astype(np.float64))
+    _, e = np.frexp(np.where(np.isfinite(a), a, 0.0))
+    ulp = np.ldexp(1.0, np.maximum(e - 1, -6) - 3)
+    q = np.where(np.isfinite(a), np.minimum(np.floor(a / ulp + 0.5) * ulp, 448.0), 448.0)
+    return np.copysign(q, x).astype(np.float32)
+
+
+def test_task_1_1_rejects_rounding_half_up_and_no_saturation():
+    _rejects("task_1_1", {"e4m3_round": _round_half_up}, r"Task 1\.1: \d+ of \d+ values differ")
+    no_sat = {"e4m3_round": lambda x: np.where(np.abs(x) > 448, x, _round_ref(x)).astype(np.float32)}
+    _rejects("task_1_1", no_sat, r"Task 1\.1: saturation")
+
+
+def test_task_1_2_rejects_a_lost_sign_and_a_wrong_nan_code():
+    _rejects("task_1_2", _encode_ns("return encode(np.abs(e4m3_round(x)), 'e4m3')"),
+             r"Task 1\.2: \d+ of \d+ codes differ")
+    _rejects("task_1_2", _encode_ns("c = encode(e4m3_round(x), 'e4m3')\n    return np.where(np.isnan(x), 0xFF, c)"),
+             r"Task 1\.2: the NaN code")
+
+
+def test_task_1_2_is_graded_with_the_library_rounding_and_restores_the_students():
+    ns = _encode_ns()
+    ns["e4m3_round"] = _round_half_up  # a wrong Task 1.1 costs nothing here
+    task, inp, out = _run("task_1_2", ns)
+    task.judge(inp, out)
+    assert ns["e4m3_round"] is _round_half_up
+    ns = _encode_ns()
+    del ns["e4m3_round"]               # never defined: produce leaves no stand-in behind
+    _run("task_1_2", ns)
+    assert "e4m3_round" not in ns
+
+
+def test_task_1_2_restores_the_students_rounding_when_encode_raises():
+    ns = _encode_ns("raise RuntimeError('mine')")
+    ns["e4m3_round"] = _round_half_up
+    with pytest.raises(RuntimeError, match="mine"):
+        _run("task_1_2", ns)
+    assert ns["e4m3_round"] is _round_half_up
+
+
+def test_task_2_1_rejects_the_wrong_noise_constant_and_an_early_stop():
+    def no_third(x, bits, iters=20):  # the rounding noise c**2 4**-B without its 1/3
+        a, c = np.abs(x), np.abs(x).mean()
+        hist = [c]
+        for _ in range(iters):
+            c = a[a > c].sum() / (4.0**-bits * np.count_nonzero(a <= c) + np.count_nonzero(a > c))
+            hist.append(c)
+        return hist
+
+    _rejects("task_2_1", {"octav": no_third}, r"Task 2\.1: data set 1, \d bits: Yours")
+    _rejects("task_2_1", {"octav": lambda x, bits, iters=20: _octav_ref(x, bits, 3)}, r"Task 2\.1")
+
+
+def test_task_2_2_rejects_an_amplitude_snr_and_a_gain_in_decibels():
+    amplitude = lambda x, q: 20 * np.log10(np.mean(x**2) / np.mean((q - x) ** 2))
+    _rejects("task_2_2", {"snr_db": amplitude, "clipping_gain_bits": _gain_ref}, r"Task 2\.2: snr_db")
+    in_db = lambda x, bits: _gain_ref(x, bits) * 20 * np.log10(2)
+    _rejects("task_2_2", {"snr_db": _snr_ref, "clipping_gain_bits": in_db}, r"Task 2\.2: clipping_gain_bits")
+
+
+# (c) hostile results: every one an AssertionError naming the task, never another exception, never a pass
+def _junk(value):
+    yield "missing", None
+    yield "a string", "junk"
+    yield "None", None
+    yield "a huge number", 1e308
+    yield "NaN", float("nan")
+    yield "a bool", True
+    yield "a nested list", [[1, 2], [3]]
+    yield "a wrong shape", np.zeros((2, 3))
+    if isinstance(value, np.ndarray):
+        yield "all zeros", np.zeros_like(value)
+        yield "all NaN", np.full(value.shape, np.nan)
+        yield "one element too many", np.concatenate([value.ravel(), value.ravel()[:1]])
+        yield "huge values", np.full(value.shape, 1e300)
+
+
+@pytest.mark.parametrize("grade_id", list(CORRECT))
+def test_judge_rejects_hostile_outputs(grade_id):
+    task, inp, good = _run(grade_id, CORRECT[grade_id]())
+    for key, value in good.items():
+        for label, bad in _junk(value):
+            out = dict(good)
+            if label == "missing":
+                del out[key]
+            else:
+                out[key] = bad
+            if label != "missing" and isinstance(value, np.ndarray) and isinstance(bad, np.ndarray) \
+                    and bad.shape == value.shape and np.array_equal(bad, value):
+                continue  # the junk happens to be the right answer
+            with pytest.raises(AssertionError, match=get("lab03", grade_id).title) as e:
+                task.judge(inp, exchange.roundtrip(out))
+            assert e.type is AssertionError, (key, label)
+
+
+# (d) fresh inputs per grading run
+@pytest.mark.parametrize("grade_id", list(CORRECT))
+def test_make_inputs_differs_between_seeds(grade_id):
+    task = get("lab03", grade_id)
+    a, b = task.make_inputs(np.random.default_rng(1)), task.make_inputs(np.random.default_rng(2))
+    assert a.keys() == b.keys()
+    assert any(not (np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k])
+               for k in a if isinstance(a[k], np.ndarray) and a[k].size > 3)
+
+
+def test_task_1_1_and_1_2_inputs_hold_every_tie_and_every_code():
+    grid = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    inp = get("lab03", "task_1_2").make_inputs(np.random.default_rng(0))
+    codes = set(inp["x"].astype(ml_dtypes.float8_e4m3fn).view(np.uint8).tolist())
+    assert codes >= set(np.flatnonzero(np.isfinite(grid)).tolist())
+    x = get("lab03", "task_1_1").make_inputs(np.random.default_rng(0))["x"]
+    g = np.unique(np.abs(grid[np.isfinite(grid)]).astype(np.float64))
+    assert set(((g[:-1] + g[1:]) / 2).astype(np.float32).tolist()) <= set(np.abs(x).tolist())
