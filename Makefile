@@ -13,7 +13,7 @@ PORT   ?= 8888
 # Jupyter refuses to run as root unless told; containers and Colab-like machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test test-unit test-notebooks check book doctor bench release clean-venv
+.PHONY: help lab test test-unit test-notebooks check book doctor bench validate release clean-venv
 
 help:
 	@echo "make lab            open JupyterLab on the book (prints the URL)"
@@ -22,6 +22,7 @@ help:
 	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
 	@echo "make book           the static book (Jupyter Book, offline) in _build/html"
 	@echo "make doctor         what backend the book will use, and why"
+	@echo "make validate       doctor, tests/gpu, bench and every GPU notebook: one report in validate-report/"
 	@echo "make release OUT=.. the students' copy of the book (no solutions) in OUT; ZIP=1 also OUT.zip"
 
 $(STAMP): pyproject.toml
@@ -72,6 +73,11 @@ book: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m scaledl bench
+
+# On a GPU: the figures and statuses to record; without one, the same steps on the simulator at tiny sizes.
+# QUICK=1: smaller bench, first GPU chapter and lab only; HOSTED=1: also the fresh-venv (Colab-like) dry run.
+validate: $(STAMP)
+	$(PY) -m scaledl validate --out validate-report $(if $(QUICK),--quick) $(if $(HOSTED),--hosted)
 
 # The student bundle (docs/instructor-guide.md): chapters without answer keys, student labs, the package.
 release: $(STAMP)

@@ -10,6 +10,7 @@
     scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
     scaledl course grade DIR --lab L grade a folder of submitted lab notebooks (hidden tests, CSV, feedback)
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
+    scaledl validate [--out DIR]    doctor, tests/gpu, bench and the GPU notebooks in one report (any machine)
 """
 
 from __future__ import annotations
@@ -156,7 +157,8 @@ def _course_command(args) -> int:
     if args.course_command == "grade":
         from scaledl.course.grade import grade_lab
 
-        grade_lab(args.lab, args.submissions, out=args.out, timeout_s=args.timeout)
+        grade_lab(args.lab, args.submissions, out=args.out, timeout_s=args.timeout, sandbox=args.sandbox,
+                  jobs=args.jobs, seed=args.seed)
         return 0
     raise AssertionError(args.course_command)
 
@@ -193,9 +195,20 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--lab", required=True, help="the lab's id in book.toml, e.g. lab03")
     grade.add_argument("--out", default=None, help="output folder (default grades-LAB)")
     grade.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook (default 300)")
+    grade.add_argument("--sandbox", default="auto", choices=("auto", "bwrap", "user", "none"),
+                       help="how student code is isolated (default auto: the strongest available; see the "
+                            "instructor guide's threat model; none must be asked for by name)")
+    grade.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
+    grade.add_argument("--seed", type=int, default=None, help="seed of the hidden tests' inputs (default: new "
+                                                             "each run; recorded in batch.json)")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
                                          "baseline measured in the same run")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")
+    from scaledl.validate import add_arguments as add_validate_arguments
+
+    add_validate_arguments(sub.add_parser("validate", help="doctor, tests/gpu, bench and every GPU notebook's "
+                                                           "cells, in one report (markdown + JSON); on the "
+                                                           "simulator without a GPU"))
     return parser
 
 
@@ -213,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
 
             device.announce()
             return bench_main(args.bench_args)
+        if args.command == "validate":
+            from scaledl.validate import run_from_args
+
+            device.announce()
+            return run_from_args(args, " ".join(["scaledl", *(sys.argv[1:] if argv is None else argv)]))
     except (ValueError, FileNotFoundError, device.BackendError) as err:
         print(f"scaledl: error: {err}", file=sys.stderr)
         return 2

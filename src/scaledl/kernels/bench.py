@@ -12,7 +12,8 @@ measuring functions themselves still run there (``time_ms`` falls back to the wa
 are an object with three methods, so a test can pass NumPy stand-ins for CuPy): tests/sim runs the whole
 bench at tiny sizes, so a GPU session finds the plumbing already exercised.
 
-Usage: ``scaledl bench [--quick] [--repeats N]``.
+Usage: ``scaledl bench [--quick] [--repeats N]``. ``scaledl validate`` calls :func:`measure` for the same
+rows as data (on the simulator with :class:`HostBaselines` at :data:`DRY_RUN_SIZES`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,52 @@ class Row:
     baseline: str
     ratio: float | None  # rate / baseline rate (None for the baseline rows themselves)
     target: float | None = None
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The problem sizes and repeat count of one bench run."""
+
+    n_gemm: int  # the GEMMs are n^3
+    n_stream: int  # float32 elements per stream array
+    fma_threads: int
+    fma_iter: int
+    repeats: int  # timed samples per kernel (median)
+    stream_inner: int = STREAM_INNER  # launches per timed sample of the sub-millisecond kernels
+
+
+# Odd sizes (no multiple of a tile or a block) and one sample each: a dry run checks plumbing, not speed.
+DRY_RUN_SIZES = Sizes(n_gemm=11, n_stream=97, fma_threads=40, fma_iter=16, repeats=1, stream_inner=1)
+
+
+def gpu_sizes(quick: bool, repeats: int | None = None) -> Sizes:  # pragma: no cover - needs a GPU
+    """The sizes ``scaledl bench`` uses on the current GPU (``quick``: smaller and fewer repeats)."""
+    from numba import cuda
+
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    return Sizes(n_gemm=1024 if quick else 4096,
+                 n_stream=2**24 if quick else 2**27,  # 2**27 floats = 512 MiB per array: far beyond any L2
+                 fma_threads=sms * 2048 * 4, fma_iter=4096,  # 4 full waves of resident threads
+                 repeats=repeats or (5 if quick else 30))
+
+
+SECTIONS = ("gemm", "streams", "fma")
+
+
+def measure(section: str, baselines, sizes: Sizes) -> list[Row]:
+    """The checked and timed rows of one ``section`` of the bench (see :data:`SECTIONS`).
+
+    Raises:
+        ValueError: ``section`` is not one of :data:`SECTIONS`.
+        RuntimeError: a kernel or a baseline does not match its reference (nothing after it is timed).
+    """
+    if section == "gemm":
+        return bench_gemm(baselines, sizes.n_gemm, sizes.repeats)
+    if section == "streams":
+        return bench_streams(baselines, sizes.n_stream, sizes.repeats, inner=sizes.stream_inner)
+    if section == "fma":
+        return bench_fma(sizes.repeats, n_threads=sizes.fma_threads, n_iter=sizes.fma_iter)
+    raise ValueError(f"section must be one of {SECTIONS}, got {section!r}")
 
 
 def format_table(rows: list[Row], header: str = "") -> str:
@@ -155,6 +202,25 @@ class CupyBaselines:
         return lambda: self.cp.sum(cx)
 
 
+class HostBaselines:
+    """NumPy stand-ins for :class:`CupyBaselines` (same three methods, done on the host): a dry run of the
+    bench on the simulator checks every kernel against them; their times mean nothing."""
+
+    gemm_name, copy_name, sum_name = "numpy matmul (dry run)", "numpy copy (dry run)", "numpy sum (dry run)"
+
+    def gemm(self, dA, dB):
+        A, B = dA.copy_to_host(), dB.copy_to_host()
+        out = A @ B
+        return (lambda: np.matmul(A, B, out=out)), (lambda: out.copy())
+
+    def copy(self, src, dst):
+        return lambda: dst.copy_to_device(src)
+
+    def sum(self, x):
+        host = x.copy_to_host()
+        return lambda: host.sum()
+
+
 def _check(name: str, got, want, tol) -> None:
     """Raise RuntimeError listing the first ten (index, spec, got) triples where ``|got - want| > tol``.
 
@@ -204,14 +270,16 @@ def _poison(d_array) -> None:
     d_array.copy_to_device(np.full(d_array.shape, np.nan, np.float32))
 
 
-def bench_streams(baselines, n: int, repeats: int) -> list[Row]:
+def bench_streams(baselines, n: int, repeats: int, inner: int | None = None) -> list[Row]:
     """Check copy/scale/triad and the reduction(s) at ``n`` float32 elements, then time them against the
-    baseline's device-to-device copy (and show the baseline's own sum)."""
+    baseline's device-to-device copy (and show the baseline's own sum); ``inner``: launches per timed sample
+    (default :data:`STREAM_INNER`)."""
     from numba import cuda
 
     from scaledl.kernels import bandwidth as bw
     from scaledl.kernels.reduce import _max_blocks, reduce_sum, reduce_sum_into, sum_reference
 
+    inner = STREAM_INNER if inner is None else inner
     rng = np.random.default_rng(1)
     a = rng.standard_normal(n, dtype=np.float32)
     b = rng.standard_normal(n, dtype=np.float32)
@@ -221,7 +289,7 @@ def bench_streams(baselines, n: int, repeats: int) -> list[Row]:
     run_copy()
     cuda.synchronize()
     _check("the baseline copy", dc.copy_to_host(), a, 0.0)
-    t_copy = time_ms(run_copy, repeats, inner=STREAM_INNER)
+    t_copy = time_ms(run_copy, repeats, inner=inner)
     copy_GBps = bw.stream_bytes("copy", n) / t_copy / 1e6
     rows = [Row(baselines.copy_name, f"{n:,}", t_copy, copy_GBps, "GB/s", "-", None)]
     s = 3.0
@@ -232,7 +300,7 @@ def bench_streams(baselines, n: int, repeats: int) -> list[Row]:
         _poison(dc)
         fn()
         _check(op, dc.copy_to_host(), want, 2 * np.finfo(np.float32).eps * (np.abs(want) + 1))
-        t = time_ms(fn, repeats, inner=STREAM_INNER)
+        t = time_ms(fn, repeats, inner=inner)
         rate = bw.stream_bytes(op, n) / t / 1e6
         rows.append(Row(op, f"{n:,}", t, rate, "GB/s", baselines.copy_name, rate / copy_GBps, TARGETS["stream"]))
     # the warp-shuffle finish needs real shuffles: the simulator has none (reduce.resolve_variant)
@@ -242,13 +310,13 @@ def bench_streams(baselines, n: int, repeats: int) -> list[Row]:
         blocks = min(2048, _max_blocks())  # on a GPU 2048 x 256 threads: several full waves on any current one
         partial, result = cuda.device_array(blocks, np.float32), cuda.device_array(1, np.float32)
         t = time_ms(lambda: reduce_sum_into(da, partial, result, variant), repeats,
-                    inner=STREAM_INNER)  # no allocation, no copy back
+                    inner=inner)  # no allocation, no copy back
         _check(f"sum {variant} (timed launch)", float(result.copy_to_host()[0]), exact_sum, sum_tol)
         rate = n * 4 / t / 1e6
         rows.append(Row(f"sum {variant}", f"{n:,}", t, rate, "GB/s", baselines.copy_name, rate / copy_GBps,
                         TARGETS["reduce"]))
     run_sum = baselines.sum(da)
-    t_sum = time_ms(run_sum, repeats, inner=STREAM_INNER)
+    t_sum = time_ms(run_sum, repeats, inner=inner)
     rows.append(Row(baselines.sum_name, f"{n:,}", t_sum, n * 4 / t_sum / 1e6, "GB/s", baselines.copy_name,
                     n * 4 / t_sum / 1e6 / copy_GBps))
     return rows
@@ -283,17 +351,11 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         print("scaledl bench needs CuPy for its baselines (cuBLAS, device copy); install it with "
               "`pip install scaledl[cu12]` or `pip install scaledl[cu13]` to match your CUDA driver", file=out)
         return 2
-    repeats = args.repeats or (5 if args.quick else 30)  # pragma: no cover - the rest needs a GPU
-    n_gemm = 1024 if args.quick else 4096
-    n_stream = 2**24 if args.quick else 2**27  # 2**27 floats = 512 MiB per array: far beyond any L2
+    sizes = gpu_sizes(args.quick, args.repeats)  # pragma: no cover - the rest needs a GPU
+    repeats = sizes.repeats
     info = scaledl.device.gpu_info()
     baselines = CupyBaselines(cp)
-    rows = bench_gemm(baselines, n_gemm, repeats)
-    rows += bench_streams(baselines, n_stream, repeats)
-    from numba import cuda
-
-    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    rows += bench_fma(repeats, n_threads=sms * 2048 * 4, n_iter=4096)  # 4 full waves of resident threads
+    rows = [row for section in SECTIONS for row in measure(section, baselines, sizes)]
     header = (f"scaledl bench on {info.name} (compute capability {info.compute_capability[0]}."
               f"{info.compute_capability[1]}), {datetime.date.today().isoformat()}; median of {repeats} "
               f"launches after warm-up, CUDA events")
