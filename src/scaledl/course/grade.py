@@ -1,64 +1,378 @@
-"""``scaledl course grade``: grade a folder of submitted lab notebooks with the solution's hidden tests.
+"""``scaledl course grade``: grade a folder of submitted lab notebooks, trusting none of them.
 
-Why nbgrader: the labs already mark solutions with its ``### BEGIN SOLUTION`` syntax and hidden tests with its
-``### BEGIN HIDDEN TESTS``; its cell metadata (``grade_id``, ``points``) is what JupyterHub courses already use,
-so an instructor can run ``nbgrader autograde`` on the same notebooks; and it works offline. What this module
-adds is the part nbgrader leaves to a course directory and a database: it grades *any* folder (files as an LMS
-downloads them, maybe one folder per student, or nbgrader's ``submitted/STUDENT/ASSIGNMENT/`` layout) straight
-against the solution notebook in the book, and keeps the points earned before a notebook crashes, loops or
-deadlocks.
+Each submission goes through the same short pipeline (nbgrader's autograde, with the parts it leaves to trust
+done here):
 
-For each submission: the autograded-test cells (nbgrader ``grade`` cells that are not solutions) are replaced
-by the solution's, hidden tests included, matched by ``grade_id``; the notebook runs cell by cell in a fresh
-kernel on the simulator backend under one time limit for the whole notebook; each test cell earns its points
-when it ran without an error (nbgrader's rule, except that a warning on stderr costs nothing). A cell never
-reached (time limit, dead kernel) earns nothing. Writes ``grades.csv`` (points per task per student) and one
-``feedback/STUDENT.html`` per student, with the hidden tests' source replaced by a note but their output kept.
+1. **find** one notebook per student (:mod:`~scaledl.course.submissions`: layouts, duplicate uploads);
+2. **identify** it as this lab's, else REJECTED (:func:`~scaledl.course.integrity.identify`);
+3. **assemble** the notebook to run from the instructor's graded cells (:mod:`~scaledl.course.integrity`);
+4. **review** its source statically: the library's own answer used, no kernel written, dynamic lookups
+   (:mod:`~scaledl.course.review`);
+5. **run** it in a throw-away folder in the sandbox, as the grading user, under time and resource limits
+   (:mod:`~scaledl.course.sandbox`, :mod:`~scaledl.course.worker`); its hidden-test cells hand back results
+   on inputs drawn here for this run (:mod:`~scaledl.course.produce`);
+6. **judge** those results in this process, against references computed here (:mod:`~scaledl.course.tasks`);
+7. **report**: a row per student in ``grades.csv`` (status OK, TIMEOUT, CRASHED, REJECTED or REVIEW), a
+   feedback page (:mod:`~scaledl.course.feedback`), ``grades.partial.csv`` as the batch goes.
+
+Nothing a submission does can stop the batch: every step's failure becomes that student's status.
 """
 
 from __future__ import annotations
 
-import copy
 import csv
-import html
+import hashlib
+import json
 import os
-import re
 import shutil
+import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
-from scaledl import device
-from scaledl.book.execute import DETERMINISTIC_ENV
+from scaledl.course import exchange, integrity, produce, submissions
+from scaledl.course.integrity import meta, test_cells  # noqa: F401  (test_cells: the public name it had here)
 
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*$", re.S | re.M)
+STATUSES = ("OK", "REVIEW", "TIMEOUT", "CRASHED", "REJECTED")
+MAX_NOTEBOOK_BYTES = 20 << 20  # a lab notebook with outputs is < 2 MB; bigger is not a lab
 HIDDEN_NOTE = "# (hidden tests ran here)"
 
 
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+@dataclass
+class Grade:
+    student: str
+    path: Path
+    points: dict[str, float] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
+    status: str = "OK"
+    details: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(self.points.values())
+
+    @property
+    def detail(self) -> str:
+        return "; ".join(self.details)
 
 
-def test_cells(solution_nb) -> list[tuple[str, float]]:
-    """The autograded-test cells of a solution notebook: ``[(grade_id, points), ...]`` in notebook order."""
-    out = []
-    for cell in solution_nb.cells:
-        meta = nbgrader_meta(cell)
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            out.append((meta["grade_id"], float(meta["points"])))
-    return out
+@dataclass
+class Lab:
+    """What grading one lab needs, loaded once per batch in the grader's process."""
 
+    id: str
+    solution: object                 # the instructor's notebook
+    tasks: dict                      # grade_id -> scaledl.course.tasks.Task
+    points: dict[str, float]         # grade_id -> points, from the instructor's cells
+    solutions: dict[str, object]     # every lab's solution, to recognise another lab's notebook
+
+    @property
+    def maximum(self) -> float:
+        return sum(self.points.values())
+
+
+def load_lab(lab_id: str, book=None) -> Lab:
+    """The lab ``lab_id`` of the book, with its tasks.
+
+    Raises:
+        ValueError: not a lab of the book, planned, or its test cells and task specs disagree.
+    """
+    from scaledl.book.toc import load
+    from scaledl.course import tasks
+
+    book = book or load()
+    entry = book.resolve(lab_id)
+    if entry.kind != "lab":
+        raise ValueError(f"--lab {lab_id!r} is a {entry.kind}; expected a lab id from book.toml such as lab03")
+    if not entry.validated:
+        raise ValueError(f"--lab {lab_id!r}: {entry.title!r} is planned in book.toml; it has no solution to grade with")
+    solutions = {e.id: nbformat.read(book.path(e.solution), as_version=4)
+                 for e in book.entries if e.kind == "lab" and e.validated}
+    points = dict(test_cells(solutions[entry.id]))
+    specs = tasks.for_lab(entry.id)
+    if list(points) != list(specs):
+        raise ValueError(f"{entry.id}: the solution's test cells {list(points)} and the task specs "
+                         f"{list(specs)} disagree; fix scaledl/course/tasks/{entry.id}.py")
+    return Lab(entry.id, solutions[entry.id], specs, points, solutions)
+
+
+def kernel_env(inside: Path) -> dict[str, str]:
+    """The whole environment of a graded kernel: nothing of the instructor's, everything pointing inside."""
+    venv_bin = str(Path(sys.executable).parent)
+    return {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(inside / "home"),
+            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONNOUSERSITE": "1",
+            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": str(inside / "home" / ".mpl"),
+            "IPYTHONDIR": str(inside / "home" / ".ipython"), "JUPYTER_RUNTIME_DIR": str(inside / "home" / ".run"),
+            "JUPYTER_DATA_DIR": str(inside / "home" / ".jupyter"), "NUMBA_CACHE_DIR": str(inside / "home" / ".numba"),
+            "SCALEDL_BACKEND": "simulator", "NUMBA_ENABLE_CUDASIM": "1", "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "TMPDIR": "/tmp", produce.GRADE_DIR_VAR: str(inside / "grade")}
+
+
+def _seed(batch_seed: int, student: str, grade_id: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{student}\0{grade_id}".encode()).digest()
+    return np.random.default_rng([batch_seed, int.from_bytes(digest[:8], "little")])
+
+
+def cell_errors(ran) -> dict[str, str]:
+    """grade_id -> the error its test cell showed in the notebook as run (told to the student, never trusted)."""
+    found = {}
+    for cell in getattr(ran, "cells", []):
+        gid = meta(cell).get("grade_id")
+        for out in cell.get("outputs", []) if gid else []:
+            if out.get("output_type") == "error":
+                found[gid] = f"{str(out.get('ename', ''))[:60]}: {str(out.get('evalue', ''))[:200]}"
+    return found
+
+
+def judge(lab: Lab, grade: Grade, inputs: dict, outputs_dir: Path, bypass: dict, errors=None) -> None:
+    """Points per task from the handed-back results, judged here; a bypass finding costs the task."""
+    errors = errors or {}
+    for gid, task in lab.tasks.items():
+        stem = produce.outputs_path(outputs_dir, gid)
+        files = [stem.with_suffix(".npz"), stem.with_suffix(".json")]
+        if any(os.path.lexists(f) and not plain_file(outputs_dir.parent, f) for f in files):
+            grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: its result is not a plain file (a link?)"
+            grade.status = "REVIEW"
+            grade.details.append(f"{task.title}: the result files were replaced by links or other files")
+            continue
+        if not any(f.exists() for f in files):
+            why = f"the test cell raised {errors[gid]}" if gid in errors else "the test cell raised or never ran"
+            grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: no result ({why})"
+            continue
+        try:
+            task.judge(inputs[gid], exchange.load(stem))
+        except Exception as err:  # hostile data: whatever the judge raises costs this task, nothing more
+            msg = str(err) if isinstance(err, AssertionError) else f"{task.title}: {type(err).__name__}: {err}"
+            grade.points[gid], grade.messages[gid] = 0.0, msg[:500]
+        else:
+            if bypass.get(gid):  # right, but with the library's own answer: no points, and a person looks
+                f = bypass[gid][0]
+                grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: {f.why} (cell {f.cell}, line {f.line})"
+                grade.status = "REVIEW"
+                grade.details.append(f"cell {f.cell} line {f.line}: {f.why}: {f.code}")
+            else:
+                grade.points[gid], grade.messages[gid] = lab.points[gid], "passed"
+
+
+def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limits=None):
+    """Grade one submission; returns (Grade, notebook as run or None). Never raises for what it holds."""
+    from scaledl.course import review as R
+
+    g = Grade(sub.student, sub.path, {gid: 0.0 for gid in lab.tasks})
+    if sub.others:
+        g.details.append("also handed in: " + ", ".join(p.name for p in sub.others) + " (graded the newest)")
+    try:
+        if sub.path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            raise ValueError(f"{sub.path.stat().st_size} bytes; a lab notebook is under {MAX_NOTEBOOK_BYTES}")
+        submitted = nbformat.read(sub.path, as_version=4)
+    except Exception as err:
+        g.status, g.details = "REJECTED", g.details + [f"unreadable notebook: {type(err).__name__}: {str(err)[:200]}"]
+        return g, None
+    why = integrity.identify(submitted, lab.id, lab.solutions)
+    if why:
+        g.status, g.details = "REJECTED", g.details + [why]
+        return g, None
+    nb, notes = integrity.assemble(submitted, lab.solution)
+    g.details += notes
+    tests = {gid for gid in lab.tasks}
+    found = R.review([(i, c.source, not (integrity.is_test(c) or meta(c).get("locked")))
+                      for i, c in enumerate(nb.cells) if c.cell_type == "code"], lab.tasks.values())
+    work = Path(tempfile.mkdtemp(prefix="scaledl-grade-"))
+    try:
+        inputs = {}
+        for gid, task in lab.tasks.items():
+            inputs[gid] = exchange.roundtrip(task.make_inputs(_seed(batch_seed, sub.student, gid)))
+            exchange.save(produce.inputs_path(work / "grade", gid), inputs[gid])
+        (work / "home").mkdir()
+        nbformat.write(nb, work / "graded.ipynb")
+        inside = sandbox.workdir_inside(work)
+        argv = [sys.executable, "-m", "scaledl.course.worker", "graded.ipynb", "--timeout", f"{timeout_s:g}",
+                "--cell-timeout", f"{timeout_s:g}", "--hidden", ",".join(sorted(tests))]
+        kw = {"limits": limits} if limits is not None else {}
+        res = sandbox.run(argv, workdir=work, env=kernel_env(inside), timeout_s=timeout_s + 60, **kw)
+        ended = _read_json(work, work / "worker.json")
+        if res.timed_out or ended.get("status") == "timeout":
+            g.status = "TIMEOUT"
+            g.details.append(f"time limit ({timeout_s:g} s) at cell {ended.get('cell', '?')}")
+        elif ended.get("status") == "died":
+            g.status = "CRASHED"
+            g.details.append(f"the kernel died at cell {ended.get('cell')}")
+        elif not ended:
+            g.status = "CRASHED"
+            g.details.append(f"the run ended without a report (exit {res.returncode}): "
+                             + (res.output.strip().splitlines() or [""])[-1][:200])
+        ran = _read_notebook(work, work / "run.ipynb")
+        judge(lab, g, inputs, work / "grade", found.bypass, cell_errors(ran))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if found.suspicious:  # a person must look, whatever else happened (the detail says what)
+        g.details += [f"cell {f.cell} line {f.line}: {f.why}: {f.code}" for f in found.suspicious]
+        g.status = "REVIEW"
+    return g, ran
+
+
+def plain_file(work: Path, path: Path) -> bool:
+    """True when ``path`` is a regular file inside ``work`` reached without a symbolic link.
+
+    The graded notebook ran as the grading user with write access to ``work``: it may have left
+    ``run.ipynb -> /home/you/solutions/lab03.ipynb`` for the grader (you) to read into its feedback. Its
+    processes are all dead by now, so checking each component with lstat is not racy.
+    """
+    import stat
+
+    try:
+        rel = Path(path).relative_to(work)
+    except ValueError:
+        return False
+    at = Path(work)
+    for k, part in enumerate(rel.parts):
+        at = at / part
+        try:
+            mode = os.lstat(at).st_mode
+        except OSError:
+            return False
+        last = k == len(rel.parts) - 1
+        if stat.S_ISLNK(mode) or (last and not stat.S_ISREG(mode)) or (not last and not stat.S_ISDIR(mode)):
+            return False
+    return True
+
+
+def _read_json(work: Path, path: Path) -> dict:
+    try:
+        if not plain_file(work, path) or path.stat().st_size > 1 << 20:
+            return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, RecursionError):
+        return {}
+
+
+def _read_notebook(work: Path, path: Path):
+    try:
+        if not plain_file(work, path) or path.stat().st_size > 4 * MAX_NOTEBOOK_BYTES:
+            return None
+        return nbformat.read(path, as_version=4)
+    except Exception:  # a run killed mid-write leaves half a file: the feedback then shows no cells
+        return None
+
+
+CSV_HEAD = ["student", "file", "status", "total", "max"]
+
+
+def _row(g: Grade, lab: Lab, folder: Path) -> list[str]:
+    return [g.student, str(g.path.relative_to(folder)), g.status, f"{g.total:g}", f"{lab.maximum:g}",
+            *[f"{g.points.get(t, 0):g}" for t in lab.points], f"{g.seconds:.1f}", g.detail]
+
+
+def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox="auto", jobs: int = 1,
+                 seed: int | None = None, limits=None, progress=None) -> list[Grade]:
+    """Grade every student's notebook under ``folder``; write ``out/grades.csv`` and ``out/feedback/``.
+
+    Raises:
+        ValueError: a bad folder, time limit, jobs or sandbox mode (before anything runs).
+    """
+    from scaledl.course import feedback, sandbox as S
+
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s={timeout_s!r}: expected a positive number of seconds per notebook")
+    if not (isinstance(jobs, int) and jobs >= 1):
+        raise ValueError(f"jobs={jobs!r}: expected a whole number of notebooks to run at once, at least 1")
+    lab = load_lab(lab) if isinstance(lab, str) else lab
+    box = S.detect(sandbox) if isinstance(sandbox, str) else sandbox
+    if sandbox == "auto" and box.level == "none":
+        raise ValueError("sandbox='auto': no sandbox works here, so student code would run as you, with your "
+                         f"files and environment. {S.INSTALL_HINT} (Linux), or ask for sandbox 'none' "
+                         "(--sandbox none) to grade without that protection; see the instructor guide")
+    folder, out = Path(folder).resolve(), Path(out).resolve()
+    subs = submissions.find(folder)
+    if out == folder or folder in out.parents:
+        raise ValueError(f"out={str(out)!r}: is inside the submissions folder; expected a folder outside it")
+    batch_seed = int.from_bytes(os.urandom(8), "little") if seed is None else int(seed)
+    (out / "feedback").mkdir(parents=True, exist_ok=True)
+    head = CSV_HEAD + list(lab.points) + ["seconds", "detail"]
+    hidden_sources = [c.source for c in lab.solution.cells if integrity.is_test(c)]
+    partial = open(out / "grades.partial.csv", "w", newline="", encoding="utf-8")
+    writer = csv.writer(partial)
+    writer.writerow(head)
+    if progress:
+        progress(f"grading {len(subs)} notebook(s) of {lab.id}; sandbox: {box.describe()}")
+
+    def one(sub):
+        start = time.perf_counter()
+        try:
+            g, ran = grade_one(sub, lab, box, timeout_s=timeout_s, batch_seed=batch_seed, limits=limits)
+        except Exception as err:  # a grader bug must not cost the other students their rows
+            g, ran = Grade(sub.student, sub.path, {t: 0.0 for t in lab.points}, status="CRASHED",
+                           details=[f"grader error: {type(err).__name__}: {str(err)[:300]}"]), None
+        g.seconds = time.perf_counter() - start
+        rows = [feedback.Row(t.title, gid, g.points.get(gid, 0.0), lab.points[gid], g.messages.get(gid, ""))
+                for gid, t in lab.tasks.items()]
+        try:
+            text = feedback.page(lab=lab.id, student=g.student, status=f"{g.status}: {g.detail}" if g.detail else g.status,
+                                 rows=rows, nb=ran, hidden_sources=hidden_sources, hidden_ids=set(lab.points))
+        except Exception as err:
+            text = f"<!doctype html><meta charset=utf-8><p>feedback failed: {type(err).__name__}</p>"
+        (out / "feedback" / f"{g.student}.html").write_text(text, encoding="utf-8", errors="replace")
+        return g
+
+    grades = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for k, g in enumerate(pool.map(one, subs)):
+            grades.append(g)
+            writer.writerow(_row(g, lab, folder))
+            partial.flush()
+            if progress:
+                progress(f"[{k + 1}/{len(subs)}] {g.student}: {g.total:g}/{lab.maximum:g} points, {g.status}"
+                         + (f" ({g.detail[:120]})" if g.detail else "") + f", {g.seconds:.0f} s")
+    partial.close()
+    left = box.sweep()
+    if left and progress:
+        progress(f"killed {len(left)} process(es) left by graded notebooks: {left[:10]}")
+    tmp = out / "grades.csv.tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        for g in grades:
+            w.writerow(_row(g, lab, folder))
+    os.replace(tmp, out / "grades.csv")  # a reader sees the old file or the whole new one, never half
+    (out / "grades.partial.csv").unlink()
+    (out / "batch.json").write_text(json.dumps({"lab": lab.id, "seed": batch_seed, "sandbox": box.describe(),
+                                                "timeout_s": timeout_s, "students": len(grades)}, indent=1))
+    return grades
+
+
+def grade_lab(lab: str, folder, *, out=None, timeout_s: float = 300, sandbox="auto", jobs: int = 1,
+              seed: int | None = None, book=None, progress=print) -> list[Grade]:
+    """``scaledl course grade``: grade ``folder`` against lab ``lab`` of the book (an id from book.toml)."""
+    spec = load_lab(lab, book)
+    out = Path(out) if out is not None else Path(f"grades-{spec.id}")
+    grades = grade_folder(folder, spec, out=out, timeout_s=timeout_s, sandbox=sandbox, jobs=jobs, seed=seed,
+                          progress=progress)
+    if progress:
+        counts = {s: sum(g.status == s for g in grades) for s in STATUSES}
+        progress(f"wrote {out / 'grades.csv'} and {len(grades)} feedback page(s) in {out / 'feedback'}: "
+                 + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return grades
+
+
+# --- for writing a new lab's solution notebook --------------------------------------------------------------
 
 def mark_answer_cells(nb) -> list[str]:
     """Mark every code cell holding a ``### BEGIN SOLUTION`` block as an nbgrader "autograded answer" cell
     (grade_id ``answer_task_N_M`` from the marker), as nbgrader's release steps require; returns the ids.
     For a new lab's solution notebook; run once, then re-execute it."""
+    import re
+
     used = []
     for cell in nb.cells:
         m = re.search(r"### BEGIN SOLUTION(.*)", cell.source) if cell.cell_type == "code" else None
-        if not m or nbgrader_meta(cell).get("solution"):
+        if not m or meta(cell).get("solution"):
             continue
         slug = "answer_" + (re.sub(r"[^0-9a-z]+", "_", m.group(1).strip().lower()).strip("_") or "cell")
         gid, k = slug, 2
@@ -70,308 +384,24 @@ def mark_answer_cells(nb) -> list[str]:
     return used
 
 
-def new_test_cell(task: str, points: float, hidden: str) -> nbformat.NotebookNode:
-    """An nbgrader autograded-test cell for ``task`` ("Task 1.1"): a visible line, then ``hidden`` between
-    ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``. Insert it after the task's visible check.
+def new_test_cell(task: str, points: float, lab: str) -> nbformat.NotebookNode:
+    """An nbgrader autograded-test cell for ``task`` ("Task 1.1") of ``lab``: a visible line, then the hidden
+    part, which hands the task's results to the grader (:mod:`scaledl.course.produce`). Insert it after the
+    task's visible check, and write the task's spec in ``scaledl/course/tasks/LAB.py``.
 
     Raises:
         ValueError: ``points`` is not positive.
     """
+    import re
+
     if not points > 0:
         raise ValueError(f"points={points!r}: expected a positive number")
     gid = re.sub(r"[^0-9a-z]+", "_", task.strip().lower()).strip("_")
     source = (f"# {task}: {points:g} points. Hidden tests, with new sizes and seeds, run here when the lab is "
-              f"graded.\n### BEGIN HIDDEN TESTS\n{hidden.strip()}\nprint({task + ': hidden tests passed'!r})\n"
-              f"### END HIDDEN TESTS")
+              f"graded.\n### BEGIN HIDDEN TESTS\nfrom scaledl.course import produce as _produce\n"
+              f'_produce.run("{lab}", "{gid}", globals())\n### END HIDDEN TESTS')
     cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
         "grade": True, "grade_id": gid, "locked": True, "points": points, "schema_version": 3, "solution": False,
         "task": False}})
     cell["id"] = f"{gid.replace('_', '-')}-tests"
     return cell
-
-
-@dataclass
-class Submission:
-    student: str
-    path: Path
-
-
-def find_submissions(folder: Path) -> list[Submission]:
-    """Every notebook under ``folder`` with a student name.
-
-    The name is STUDENT in nbgrader's ``submitted/STUDENT/ASSIGNMENT/*.ipynb``, else the first folder below
-    ``folder`` (one folder per student), else the file's stem (an LMS download's flat list).
-
-    Raises:
-        ValueError: ``folder`` is not a folder, or holds no notebook.
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ValueError(f"submissions={str(folder)!r}: expected a folder of submitted notebooks")
-    found, names = [], set()
-    for path in sorted(folder.rglob("*.ipynb")):
-        rel = path.relative_to(folder)
-        if any(p.startswith(".") for p in rel.parts):  # .ipynb_checkpoints
-            continue
-        parts = rel.parts
-        if "submitted" in parts[:-1] and parts.index("submitted") + 2 < len(parts):
-            student = parts[parts.index("submitted") + 1]
-        elif len(parts) > 1:
-            student = parts[0]
-        else:
-            student = path.stem
-        name, k = student, 2
-        while name in names:  # two notebooks from one student: keep both, distinctly named
-            name, k = f"{student}-{k}", k + 1
-        names.add(name)
-        found.append(Submission(name, path))
-    if not found:
-        raise ValueError(f"submissions={str(folder)!r}: holds no .ipynb notebook")
-    return found
-
-
-def with_tests(submission_nb, solution_nb) -> nbformat.NotebookNode:
-    """The submission with the solution's autograded-test cells (hidden tests included) in place of its own.
-
-    A test cell is matched by ``grade_id``; one the student deleted is put back after the cell that precedes
-    it in the solution (matched by cell id), or at the end.
-    """
-    nb = copy.deepcopy(submission_nb)
-    by_id = {nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade")}
-    previous_id = None
-    for cell in solution_nb.cells:
-        meta = nbgrader_meta(cell)
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            fresh = nbformat.v4.new_code_cell(cell.source, metadata=copy.deepcopy(cell.metadata))
-            fresh.pop("id", None)
-            if meta["grade_id"] in by_id:
-                i = by_id[meta["grade_id"]]
-                fresh["id"] = nb.cells[i].get("id", fresh.get("id"))
-                nb.cells[i] = fresh
-            else:
-                ids = [c.get("id") for c in nb.cells]
-                at = ids.index(previous_id) + 1 if previous_id in ids else len(nb.cells)
-                nb.cells.insert(at, fresh)
-                by_id = {nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(nb.cells)
-                         if nbgrader_meta(c).get("grade")}
-        previous_id = cell.get("id")
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    return nb
-
-
-def kernel_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(DETERMINISTIC_ENV)
-    env[device.ENV_VAR] = "simulator"  # graded alike on every machine, GPU or not
-    return env
-
-
-def run(nb, *, timeout_s: float, cwd: Path) -> tuple[set[int], str]:
-    """Execute ``nb`` in place, cell by cell, in a fresh kernel, under one time limit for the whole notebook.
-
-    Returns the indices of the cells that finished and a status: ``"finished"``, ``"time limit at cell N"`` or
-    ``"kernel died at cell N"``. Errors in cells do not stop the run (they are recorded as outputs).
-    """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", allow_errors=True,
-                            record_timing=False, shutdown_kernel="immediate",
-                            resources={"metadata": {"path": str(cwd)}})
-    done, status = set(), "finished"
-    deadline = time.monotonic() + timeout_s
-    with client.setup_kernel(env=kernel_env(), cwd=str(cwd)):
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return done, f"time limit at cell {i}"
-            client.timeout = max(1, int(left + 0.999))
-            try:
-                client.execute_cell(cell, i)
-            except CellTimeoutError:
-                status = f"time limit ({timeout_s:g} s) at cell {i}"
-                break
-            except DeadKernelError:
-                status = f"kernel died at cell {i}"
-                break
-            done.add(i)
-    return done, status
-
-
-def scores(nb, done: set[int]) -> dict[str, float]:
-    """Points per ``grade_id``, by nbgrader's ``determine_grade``: a test cell earns its points unless it
-    shows an error (or returns a partial-credit number); a cell that never finished earns nothing. Unlike
-    plain nbgrader, text on stderr (a library's warning) costs nothing."""
-    from nbgrader.utils import determine_grade
-
-    out = {}
-    for i, cell in enumerate(nb.cells):
-        meta = nbgrader_meta(cell)
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            shown = copy.deepcopy(cell)
-            shown.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream"
-                                                              and o.get("name") == "stderr")]
-            out[meta["grade_id"]] = float(determine_grade(shown)[0] or 0.0) if i in done else 0.0
-    return out
-
-
-def _parse(source: str):
-    import ast
-
-    lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines()]  # IPython magics
-    try:
-        return ast.parse("\n".join(lines))
-    except SyntaxError:
-        return None
-
-
-def tampering(nb) -> list[str]:
-    """Cells that rebind something inside the book's package (``S.check_spmv = ...``, ``setattr(...)`` on it,
-    ``sys.modules[...] = ...``): hidden tests run in the student's kernel, so such a cell could switch them
-    off. Reported for a person to look at; the points are not changed."""
-    import ast
-
-    found, library = [], set()
-    for i, cell in enumerate(nb.cells):
-        tree = _parse(cell.source) if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade") else None
-        if tree is None:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                module = getattr(node, "module", None) or ""
-                for alias in node.names:
-                    if module.startswith("scaledl") or alias.name.startswith("scaledl"):
-                        library.add((alias.asname or alias.name).split(".")[0])
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-            for t in targets:
-                root = t
-                while isinstance(root, (ast.Attribute, ast.Subscript)):
-                    root = root.value
-                if isinstance(t, (ast.Attribute, ast.Subscript)) and isinstance(root, ast.Name) and \
-                        (root.id in library or root.id == "sys"):
-                    found.append(f"cell {i} assigns to {ast.unparse(t)}")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
-                    and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in library:
-                found.append(f"cell {i} calls {node.func.id}({node.args[0].id}, ...)")
-    return found
-
-
-@dataclass
-class Grade:
-    student: str
-    path: Path
-    points: dict[str, float] = field(default_factory=dict)
-    status: str = ""
-    seconds: float = 0.0
-
-    @property
-    def total(self) -> float:
-        return sum(self.points.values())
-
-
-def grade_notebook(path: Path, solution_nb, *, timeout_s: float, workdir: Path):
-    """Grade one submitted notebook; returns (points per grade_id, status, the executed notebook).
-
-    A file that is not a readable notebook earns nothing, with the reason as its status.
-    """
-    tasks = test_cells(solution_nb)
-    try:
-        submitted = nbformat.read(path, as_version=4)
-    except Exception as err:  # not JSON, not a notebook: the student still gets a row and a reason
-        return {g: 0.0 for g, _ in tasks}, f"unreadable notebook: {type(err).__name__}", None
-    nb = with_tests(submitted, solution_nb)
-    workdir.mkdir(parents=True, exist_ok=True)
-    done, status = run(nb, timeout_s=timeout_s, cwd=workdir)
-    review = tampering(nb)
-    if review:
-        status += "; REVIEW: " + "; ".join(review)
-    return scores(nb, done), status, nb
-
-
-def feedback_html(grade: Grade, nb, tasks, lab: str) -> str:
-    """One student's feedback page: a table of points per task, then their notebook as run, hidden tests'
-    source replaced by a note (their output, which names what failed, is kept)."""
-    rows = "".join(f"<tr><td>{html.escape(g)}</td><td>{grade.points.get(g, 0):g}</td><td>{p:g}</td></tr>"
-                   for g, p in tasks)
-    head = (f"<h1>{html.escape(lab)}: {html.escape(grade.student)}</h1><p>{grade.total:g} of "
-            f"{sum(p for _, p in tasks):g} points; run: {html.escape(grade.status)}</p>"
-            f"<table border=1><tr><th>task</th><th>points</th><th>of</th></tr>{rows}</table>")
-    if nb is None:
-        return f"<html><body>{head}</body></html>"
-    from nbconvert import HTMLExporter
-
-    shown = copy.deepcopy(nb)
-    for cell in shown.cells:
-        if cell.cell_type == "code" and HIDDEN.search(cell.source):
-            cell.source = HIDDEN.sub(HIDDEN_NOTE, cell.source)
-            for o in cell.outputs:  # a traceback quotes the hidden lines; the message says what failed
-                if o.get("output_type") == "error":
-                    o["traceback"] = [f"{o.get('ename', 'Error')}: {o.get('evalue', '')}"]
-    body, _ = HTMLExporter(template_name="classic").from_notebook_node(shown)
-    return body.replace("<body>", f"<body>{head}", 1)
-
-
-def grade_folder(submissions: Path, solution_path: Path, *, lab: str, out: Path, timeout_s: float = 300,
-                 progress=None) -> list[Grade]:
-    """Grade every notebook under ``submissions``; write ``out/grades.csv`` and ``out/feedback/*.html``.
-
-    Raises:
-        ValueError: a bad folder or time limit, or a solution without autograded-test cells.
-    """
-    if not timeout_s > 0:
-        raise ValueError(f"timeout_s={timeout_s!r}: expected a positive number of seconds per notebook")
-    solution_nb = nbformat.read(solution_path, as_version=4)
-    tasks = test_cells(solution_nb)
-    if not tasks:
-        raise ValueError(f"{solution_path}: has no autograded-test cells (nbgrader grade cells); nothing to grade")
-    subs = find_submissions(submissions)
-    out = Path(out)
-    (out / "feedback").mkdir(parents=True, exist_ok=True)
-    grades = []
-    for k, sub in enumerate(subs):
-        start = time.perf_counter()
-        points, status, nb = grade_notebook(sub.path, solution_nb, timeout_s=timeout_s,
-                                            workdir=out / "work" / sub.student)
-        g = Grade(sub.student, sub.path, points, status, time.perf_counter() - start)
-        grades.append(g)
-        (out / "feedback" / f"{sub.student}.html").write_text(feedback_html(g, nb, tasks, lab), encoding="utf-8")
-        if progress:
-            progress(f"[{k + 1}/{len(subs)}] {g.student}: {g.total:g}/{sum(p for _, p in tasks):g} points, "
-                     f"{g.status}, {g.seconds:.0f} s")
-    shutil.rmtree(out / "work", ignore_errors=True)  # what the notebooks wrote while they ran
-    with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["student", "file", *[g for g, _ in tasks], "total", "max", "status"])
-        maximum = sum(p for _, p in tasks)
-        for g in grades:
-            w.writerow([g.student, str(g.path.relative_to(submissions)),
-                        *[f"{g.points.get(t, 0):g}" for t, _ in tasks], f"{g.total:g}", f"{maximum:g}", g.status])
-    return grades
-
-
-def grade_lab(lab: str, submissions: Path, *, out: Path | None = None, timeout_s: float = 300, book=None,
-              progress=print) -> list[Grade]:
-    """``scaledl course grade``: grade ``submissions`` against lab ``lab`` of the book (an id from book.toml).
-
-    Raises:
-        ValueError: ``lab`` is not a lab of the book, or is still planned.
-    """
-    from scaledl.book.toc import load
-
-    book = book or load()
-    entry = book.resolve(lab)
-    if entry.kind != "lab":
-        raise ValueError(f"--lab {lab!r} is a {entry.kind}; expected a lab id from book.toml such as lab03")
-    if not entry.validated:
-        raise ValueError(f"--lab {lab!r}: {entry.title!r} is planned in book.toml; it has no solution to grade with")
-    out = Path(out) if out is not None else Path(f"grades-{entry.id}")
-    grades = grade_folder(Path(submissions), book.path(entry.solution), lab=entry.id, out=out,
-                          timeout_s=timeout_s, progress=progress)
-    if progress:
-        progress(f"wrote {out / 'grades.csv'} and {len(grades)} feedback page(s) in {out / 'feedback'}")
-    return grades

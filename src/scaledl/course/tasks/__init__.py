@@ -114,9 +114,15 @@ def first_mismatch(got: np.ndarray, want: np.ndarray, bad: np.ndarray, *, title:
     show = []
     for i in idx[:3]:
         at = np.unravel_index(i, np.shape(bad))
-        x = f"x = {inputs.ravel()[i]!r}: " if inputs is not None and inputs.size == np.size(bad) else ""
-        show.append(f"at {tuple(int(v) for v in at)}: {x}Yours {got.ravel()[i]!r}, Spec {want.ravel()[i]!r}")
+        x = f"x = {_plain(inputs.ravel()[i])!r}: " if inputs is not None and inputs.size == np.size(bad) else ""
+        show.append(f"at {tuple(int(v) for v in at)}: {x}Yours {_plain(got.ravel()[i])!r}, "
+                    f"Spec {_plain(want.ravel()[i])!r}")
     raise AssertionError(f"{title}: {idx.size} of {np.size(bad)} {what} differ; " + "; ".join(show))
+
+
+def _plain(value):
+    """A NumPy scalar as the Python number it holds, so messages read 0.0625, not np.float32(0.0625)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def student(ns: dict, name: str):

@@ -1,0 +1,518 @@
+"""Run one untrusted process tree (a submission's worker, its kernel, its MPI ranks) out of the grader's reach.
+
+Threat model, for the instructor. A submission is arbitrary code. At level ``bwrap`` (the one to use; needs
+``apt-get install bubblewrap``) it runs in fresh mount, PID, network, IPC and UTS namespaces that show only
+read-only system directories, the Python installation, the virtual environment and the ``scaledl`` sources,
+plus its own throw-away workdir (at ``/sandbox``), a private ``/tmp`` and ``/dev/shm``. Run as root, the
+grader also drops to the unprivileged account ``scaledl-grader`` (uid-based file permissions then protect
+even the read-only parts' secrets, such as ``/etc/shadow``). So the code cannot read or change the
+instructor's files, the other submissions or the grades, cannot see the grader's environment or processes,
+and has no network. Every level puts the tree in its own session with rlimits (address space, processes,
+CPU time, file size, open files) and, where one can be made, a memory + pids cgroup, and kills the whole tree
+at the time limit or when the run ends. Not covered: kernel exploits (no seccomp filter), and CPU shares
+between concurrent runs. The weaker levels say what they give up in :meth:`Sandbox.describe`.
+
+The grader must still treat the workdir's contents as hostile after the run: a submission can leave symlinks
+or huge files there, so read results without following links out of it and with size caps.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import resource
+import itertools
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
+GRADING_ACCOUNT = "scaledl-grader"
+INSIDE = Path("/sandbox")  # where bwrap shows the workdir
+OUTPUT_TAIL_BYTES = 64 << 10  # the last lines are what explains a crash; a runaway print loop is not kept
+MARK_VAR = "SCALEDL_SANDBOX"  # marks processes where uid and namespaces cannot tell them apart
+INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
+_SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_KILL_WAIT_S = 10.0  # a SIGKILLed tree is gone in milliseconds; this only bounds a stuck kernel
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-run resource limits (rlimits are per process; the cgroup ones cover the whole tree)."""
+
+    address_space_bytes: int = 16 << 30  # RLIMIT_AS; Numba/LLVM and MPICH reserve much virtual memory
+    memory_bytes: int = 4 << 30  # cgroup memory limit where a cgroup can be made
+    processes: int = 4096  # RLIMIT_NPROC (+ cgroup pids.max): the CUDA simulator runs a thread per CUDA thread
+    cpu_s: int = 1800  # RLIMIT_CPU
+    file_size_bytes: int = 256 << 20  # RLIMIT_FSIZE (also caps the captured output)
+    open_files: int = 1024  # RLIMIT_NOFILE
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not (isinstance(value, int) and value > 0):
+                raise ValueError(f"Limits.{f.name}={value!r}: expected a positive whole number")
+
+
+@dataclass
+class Result:
+    """How a run ended: exit status (None when killed at the time limit) and the tail of its output."""
+
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    output: str  # last 64 kB of stdout+stderr
+
+
+def grading_user() -> tuple[str, int, int]:
+    """The unprivileged account sandboxed code runs as: (name, uid, gid); created (as root) when absent.
+
+    Falls back to ``nobody`` where ``useradd`` is missing (then :meth:`Sandbox.sweep` may also kill other
+    ``nobody`` processes).
+
+    Raises:
+        ValueError: not running as root (an account can be neither made nor switched to).
+    """
+    if os.geteuid() != 0:
+        raise ValueError(f"grading_user: needs root to create and switch to {GRADING_ACCOUNT!r} "
+                         f"(running as uid {os.geteuid()})")
+    for attempt in range(2):
+        try:
+            p = pwd.getpwnam(GRADING_ACCOUNT)
+            return p.pw_name, p.pw_uid, p.pw_gid
+        except KeyError:
+            useradd = shutil.which("useradd") or ("/usr/sbin/useradd" if Path("/usr/sbin/useradd").exists() else None)
+            if attempt or useradd is None:
+                break
+            subprocess.run([useradd, "--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell",
+                            "/usr/sbin/nologin", GRADING_ACCOUNT], capture_output=True, check=False)
+    p = pwd.getpwnam("nobody")
+    return p.pw_name, p.pw_uid, p.pw_gid
+
+
+@dataclass
+class Sandbox:
+    """A way to run untrusted commands at one protection ``level`` ("bwrap", "user" or "none").
+
+    Use :func:`detect` rather than this constructor: it checks the level works here. ``readonly`` adds
+    host paths that bwrap shows read-only (beyond the system, Python, venv and package directories).
+    """
+
+    level: str
+    readonly: tuple[Path, ...] = ()
+    user: str | None = field(init=False, default=None)
+    cgroup: str | None = field(init=False, default=None)  # "v1", "v2" or None: whether runs get a cgroup
+    _uid: int | None = field(init=False, default=None, repr=False)
+    _gid: int | None = field(init=False, default=None, repr=False)
+    _token: str = field(init=False, default_factory=lambda: secrets.token_hex(8), repr=False)
+    _count: itertools.count = field(init=False, default_factory=lambda: itertools.count(1), repr=False)
+
+    def __post_init__(self):
+        if self.level not in LEVELS:
+            raise ValueError(f"level={self.level!r}: expected one of {', '.join(LEVELS)}")
+        self.readonly = tuple(Path(p) for p in self.readonly)
+        for p in self.readonly:
+            if not p.is_absolute() or p == Path("/"):
+                raise ValueError(f"readonly={str(p)!r}: expected an absolute path below /")
+        if os.geteuid() == 0 and self.level != "none":
+            self.user, self._uid, self._gid = grading_user()
+        cg = _Cgroup.make(f"scaledl-probe-{self._token}", Limits())
+        if cg is not None:
+            self.cgroup = cg.version
+            cg.remove()
+
+    # -- what it protects ---------------------------------------------------------------------------------
+
+    def describe(self) -> str:
+        """One line: what protects the instructor at this level, and what does not."""
+        limits = "rlimits" + (f" + {self.cgroup} memory/pids cgroup" if self.cgroup else " (no cgroup: memory "
+                                                                                         "limited per process only)")
+        if self.level == "bwrap" and self.user:
+            return (f"bwrap: runs as {self.user} (uid {self._uid}) in new pid/net/ipc/uts/mount namespaces; sees "
+                    f"only read-only system, Python, venv and package dirs, writes only its workdir, /tmp and "
+                    f"/dev/shm; no network; {limits}; not covered: kernel exploits (no seccomp)")
+        if self.level == "bwrap":
+            return (f"bwrap (unprivileged): keeps the instructor's uid {os.geteuid()} inside a user namespace; sees "
+                    f"only read-only system, Python, venv and package dirs, writes only its workdir, /tmp and "
+                    f"/dev/shm; no network; {limits}; a namespace escape would act as the instructor (run as "
+                    f"root to use {GRADING_ACCOUNT})")
+        if self.level == "user":
+            return (f"user: runs as {self.user} (uid {self._uid}) in a new pid namespace; the instructor's files "
+                    f"are protected only by their permissions (world-readable ones are readable); network is "
+                    f"NOT isolated; {limits}; {INSTALL_HINT} for the bwrap level")
+        return (f"none: same uid {os.geteuid()} as the grader, scrubbed environment, new session, {limits}; "
+                f"protects against runaway processes only: the instructor's files and the grader are NOT "
+                f"protected; {INSTALL_HINT}")
+
+    def workdir_inside(self, workdir: Path) -> Path:
+        """Where the sandboxed code sees ``workdir`` (for HOME, NUMBA_CACHE_DIR, ... in its env)."""
+        return INSIDE if self.level == "bwrap" else Path(workdir)
+
+    # -- running ------------------------------------------------------------------------------------------
+
+    def run(self, argv: list[str], *, workdir: Path, env: dict[str, str], timeout_s: float,
+            limits: Limits = Limits()) -> Result:
+        """Run ``argv`` in ``workdir`` with exactly ``env``; kill the whole tree at ``timeout_s`` or at its end.
+
+        Args:
+            argv: ``argv[0]`` an absolute path visible in the sandbox; other paths relative to ``workdir``.
+            workdir: an existing directory, the only host directory the code may write (chowned to the
+                grading user when there is one).
+            env: the complete environment of the command.
+            timeout_s: wall-clock limit, measured here.
+
+        Raises:
+            ValueError: an empty or relative argv, a missing workdir or a non-positive timeout.
+        """
+        if not argv or not os.path.isabs(argv[0]):
+            raise ValueError(f"argv={argv!r}: expected a command whose first item is an absolute path")
+        workdir = Path(workdir).resolve()
+        if not workdir.is_dir():
+            raise ValueError(f"workdir={str(workdir)!r}: expected an existing directory")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s={timeout_s!r}: expected a positive number of seconds")
+        run_id = f"{self._token}.{next(self._count)}"  # next() on a count is atomic: runs may overlap
+        if self._uid is not None:
+            _chown_tree(workdir, self._uid, self._gid)
+        cmd, host_env = self._command(list(argv), workdir, dict(env), run_id)
+        cg = _Cgroup.make(f"scaledl-{run_id}", limits)
+        outdir = Path(tempfile.mkdtemp(prefix="scaledl-sandbox-out-"))  # the grader's, never bound inside
+        start = time.perf_counter()
+        timed_out = False
+        try:
+            with open(outdir / "output", "wb") as out:
+                proc = subprocess.Popen(cmd, cwd=workdir, env=host_env, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        preexec_fn=lambda: _enter(limits, cg))
+            try:
+                try:
+                    proc.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+            finally:
+                self._kill_run(proc, cg, run_id)
+            seconds = time.perf_counter() - start
+            return Result(None if timed_out else proc.returncode, timed_out, seconds, _tail(outdir / "output"))
+        finally:
+            if cg is not None:
+                cg.remove()
+            shutil.rmtree(outdir, ignore_errors=True)
+
+    def _command(self, argv: list[str], workdir: Path, env: dict[str, str], run_id: str):
+        """The host command line and its environment for this level."""
+        root = self._uid is not None
+        drop = [_which("setpriv"), f"--reuid={self._uid}", f"--regid={self._gid}", "--clear-groups",
+                "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--"] if root else []
+        env = {**env, MARK_VAR: run_id}  # lets sweep() spare other sandboxes' live runs
+        if self.level == "none":
+            return argv, env
+        if self.level == "user":
+            return [_which("unshare"), "--pid", "--fork", "--kill-child", "--mount-proc", *drop, *argv], env
+        cmd = [_which("bwrap"), *self._mounts(workdir)]
+        cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        cmd += ["--unshare-user", "--unshare-all"] if not root else []
+        cmd += ["--die-with-parent", "--new-session", "--chdir", str(INSIDE), "--clearenv"]
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        return [*cmd, *drop, *argv], {"PATH": "/usr/bin:/bin"}
+
+    def _mounts(self, workdir: Path) -> list[str]:
+        """bwrap's mount arguments: system dirs as the distro has them, read-only extras, the workdir."""
+        args, binds = [], []
+        for name in _SYSTEM_DIRS:
+            p = Path("/") / name
+            if p.is_symlink():
+                args += ["--symlink", os.readlink(p), str(p)]
+            elif p.is_dir():
+                binds.append(p)
+        # /dev/shm: MPICH's shared memory between ranks. /sys: only the CPU topology (hwloc, UCX and Numba
+        # look there; an empty /sys/class/net stops UCX complaining about the missing network).
+        args += ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
+                 "--perms", "1777", "--tmpfs", "/tmp"]
+        for d in ("/sys", "/sys/class", "/sys/class/net", "/sys/devices", "/sys/devices/system"):
+            args += ["--perms", "0755", "--dir", d]
+        if Path("/sys/devices/system/cpu").is_dir():
+            args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+        import scaledl
+
+        extra = [Path(sys.base_prefix), Path(sys.prefix), Path(scaledl.__file__).parents[1], *self.readonly]
+        for p in extra:  # both the path as given (argv uses it) and where its symlinks lead
+            binds += [Path(os.path.abspath(p)), p.resolve()]
+        # mounts made above (nothing is bound beneath them) and dirs that exist in the sandbox already
+        special = {Path("/dev"), Path("/proc"), Path("/sys")}
+        special |= {Path("/") / n for n in _SYSTEM_DIRS if (Path("/") / n).is_symlink()}
+        made = {Path("/"), Path("/tmp"), *special}
+        kept: list[Path] = []
+        for p in sorted(set(binds), key=lambda q: (len(q.parts), str(q))):
+            covered = any(p == k or k in p.parents for k in kept) or any(s in p.parents for s in special)
+            if covered or not p.exists():
+                continue
+            # bwrap makes a missing parent with the source's mode (0700 for /root): make each one 0755 first
+            for parent in reversed(p.parents):
+                if parent not in made:
+                    args += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(parent)
+            args += ["--ro-bind", str(p), str(p)]
+            kept.append(p)
+        return [*args, "--bind", str(workdir), str(INSIDE), "--remount-ro", "/"]
+
+    # -- killing ------------------------------------------------------------------------------------------
+
+    def _kill_run(self, proc: subprocess.Popen, cg: _Cgroup | None, run_id: str) -> None:
+        """SIGKILL everything the run started and wait until it is gone."""
+        deadline = time.monotonic() + _KILL_WAIT_S
+        while True:
+            # The namespace's pid 1 (bwrap's init, or unshare's child) is the Popen child's child: killing it
+            # makes the kernel kill the rest of the namespace before the Popen child sees it exit.
+            victims = {pid for pid, info in _processes().items()
+                       if info.ppid == proc.pid or info.pgrp == proc.pid or info.mark == run_id}
+            if proc.poll() is None:
+                victims.add(proc.pid)
+            victims |= set(cg.pids()) if cg is not None else set()
+            victims.discard(os.getpid())
+            if not victims or time.monotonic() > deadline:
+                break
+            for pid in victims:
+                _kill(pid)
+            time.sleep(0.02)
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+
+    def sweep(self) -> list[int]:
+        """SIGKILL and return the pids of processes left by this sandbox's runs (expect none)."""
+        prefix = f"{self._token}."
+        left = sorted(pid for pid, info in _processes().items() if pid != os.getpid() and (
+            (info.mark or "").startswith(prefix)
+            # as root also whatever runs as the grading account unmarked (it cleared its environment); a mark
+            # of another Sandbox's means another batch's live run, which is spared
+            or (self._uid is not None and info.uid == self._uid and info.mark is None)))
+        for pid in left:
+            _kill(pid)
+        return left
+
+    def _problem(self) -> str | None:
+        """Why this level does not work here (a probe run), or None."""
+        import scaledl
+
+        # The same interpreter, venv and package must come up: where the grading account cannot read the
+        # Python installation the dynamic loader may quietly pick the distro's libpython instead.
+        want = {"version": sys.version, "prefix": sys.prefix, "package": scaledl.__file__}
+        probe = [sys.executable, "-c", _PROBE, repr(want)]
+        with tempfile.TemporaryDirectory(prefix="scaledl-sandbox-probe-") as tmp:
+            res = self.run(probe, workdir=Path(tmp), env={"PATH": "/usr/bin:/bin"}, timeout_s=60)
+        if res.returncode == 0:
+            return None
+        return f"a probe run failed (exit {res.returncode}): {res.output.strip()[-300:] or 'no output'}"
+
+
+_PROBE = """import ast, importlib.util, sys
+want = ast.literal_eval(sys.argv[1])
+spec = importlib.util.find_spec("scaledl")
+got = {"version": sys.version, "prefix": sys.prefix, "package": spec and spec.origin}
+bad = [f"{k}: {got[k]!r} instead of {want[k]!r}" for k in want if got[k] != want[k]]
+sys.exit("; ".join(bad) or None)
+"""
+
+
+def detect(mode: str = "auto", *, readonly: tuple[Path, ...] = ()) -> Sandbox:
+    """The sandbox for ``mode``: "auto" (the strongest that works here), "bwrap", "user" or "none".
+
+    Raises:
+        ValueError: an unknown mode, or a named mode that does not work here (the message says why and how
+            to get it, e.g. ``apt-get install bubblewrap``).
+    """
+    if mode == "auto":
+        for level in LEVELS:
+            try:
+                return detect(level, readonly=readonly)
+            except ValueError:
+                continue
+    if mode not in LEVELS:
+        raise ValueError(f"mode={mode!r}: expected 'auto', 'bwrap', 'user' or 'none'")
+    root = os.geteuid() == 0
+    if mode == "bwrap" and shutil.which("bwrap") is None:
+        raise ValueError(f"sandbox mode 'bwrap' is unavailable: bwrap is not on PATH; {INSTALL_HINT}")
+    if mode != "none" and root and shutil.which("setpriv") is None:
+        raise ValueError(f"sandbox mode {mode!r} is unavailable: setpriv is not on PATH (apt-get install util-linux)")
+    if mode == "user":
+        if not root:
+            raise ValueError(f"sandbox mode 'user' is unavailable: it needs root to switch to {GRADING_ACCOUNT} "
+                             f"(running as uid {os.geteuid()}); {INSTALL_HINT} and use mode 'bwrap'")
+        if shutil.which("unshare") is None:
+            raise ValueError("sandbox mode 'user' is unavailable: unshare is not on PATH (apt-get install util-linux)")
+    box = Sandbox(mode, readonly=tuple(readonly))
+    if mode != "none":
+        problem = box._problem()
+        if problem:
+            why = (f"the grading account {box.user} cannot run {sys.executable} with its installation (e.g. a "
+                   f"0700 /root above it); " if mode == "user" else "")
+            raise ValueError(f"sandbox mode {mode!r} is unavailable: {why}{problem}"
+                             + (f"; {INSTALL_HINT} and use mode 'bwrap'" if mode == "user" else ""))
+    return box
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+
+
+def _which(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise ValueError(f"{name} is not on PATH; {INSTALL_HINT} (setpriv and unshare come with util-linux)")
+    return path
+
+
+def _enter(limits: Limits, cg: _Cgroup | None) -> None:
+    """In the child before exec: rlimits (inherited through bwrap and setpriv) and the run's cgroup."""
+    for res, value in ((resource.RLIMIT_AS, limits.address_space_bytes), (resource.RLIMIT_NPROC, limits.processes),
+                       (resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+                       (resource.RLIMIT_NOFILE, limits.open_files), (resource.RLIMIT_CORE, 0)):
+        _, hard = resource.getrlimit(res)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)  # only root may raise a hard limit
+        resource.setrlimit(res, (value, value))
+    if cg is not None:
+        try:
+            cg.enter(os.getpid())
+        except OSError:
+            pass  # the rlimits and the namespaces still hold; an exception here would lose the whole run
+
+
+def _chown_tree(top: Path, uid: int, gid: int) -> None:
+    os.chown(top, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
+def _tail(path: Path) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - OUTPUT_TAIL_BYTES))
+        return f.read(OUTPUT_TAIL_BYTES).decode("utf-8", errors="replace")
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class _Proc:
+    ppid: int
+    pgrp: int
+    uid: int
+    mark: str | None  # the value of MARK_VAR in its environment, if any
+
+
+def _processes() -> dict[int, _Proc]:
+    """Every live (not zombie) process on the host: its parent, group, real uid and sandbox mark."""
+    found = {}
+    needle = f"{MARK_VAR}=".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            state, ppid, pgrp = stat[stat.rindex(")") + 2:].split()[:3]
+            if state in "ZX":
+                continue
+            status = Path(entry.path, "status").read_text()
+            uid = int(status[status.index("\nUid:") + 5:].split()[0])  # real uid (the dir's owner is euid)
+            mark = None
+            try:
+                env = Path(entry.path, "environ").read_bytes()
+                if needle in env:
+                    mark = next((v[len(needle):].decode(errors="replace") for v in env.split(b"\0")
+                                 if v.startswith(needle)), None)
+            except OSError:
+                pass
+            found[int(entry.name)] = _Proc(int(ppid), int(pgrp), uid, mark)
+        except (OSError, ValueError):
+            continue  # exited while we looked
+    return found
+
+
+class _Cgroup:
+    """One run's cgroup (v1 pids + memory hierarchies, or v2), made under this process's own cgroup."""
+
+    ROOT = Path("/sys/fs/cgroup")
+
+    def __init__(self, version: str, dirs: list[Path]):
+        self.version, self.dirs = version, dirs
+
+    @classmethod
+    def make(cls, name: str, limits: Limits) -> _Cgroup | None:
+        """A new cgroup with ``limits``, or None where none can be made (not root, no delegation, ...)."""
+        try:
+            own = [line.split(":", 2) for line in Path("/proc/self/cgroup").read_text().splitlines()]
+        except OSError:
+            return None
+        cg = None
+        try:
+            if (cls.ROOT / "cgroup.controllers").exists():
+                base = cls.ROOT / next(path for hid, _, path in own if hid == "0").lstrip("/")
+                cg = cls("v2", [base / name])
+                cg.dirs[0].mkdir()
+                cls._write(cg.dirs[0] / "pids.max", limits.processes)
+                cls._write(cg.dirs[0] / "memory.max", limits.memory_bytes)
+                if (cg.dirs[0] / "memory.swap.max").exists():
+                    cls._write(cg.dirs[0] / "memory.swap.max", 0)
+                return cg
+            bases = {c: cls.ROOT / c / path.lstrip("/") for _, ctrls, path in own for c in ctrls.split(",")}
+            cg = cls("v1", [])
+            for c, limit_file, value in (("pids", "pids.max", limits.processes),
+                                         ("memory", "memory.limit_in_bytes", limits.memory_bytes)):
+                d = bases[c] / name
+                d.mkdir()
+                cg.dirs.append(d)
+                cls._write(d / limit_file, value)
+            if (cg.dirs[1] / "memory.memsw.limit_in_bytes").exists():  # no swapping past the limit either
+                cls._write(cg.dirs[1] / "memory.memsw.limit_in_bytes", limits.memory_bytes)
+            return cg
+        except (OSError, KeyError, StopIteration):
+            if cg is not None:
+                cg.remove()
+            return None
+
+    @staticmethod
+    def _write(path: Path, value) -> None:
+        with open(path, "w") as f:
+            f.write(str(value))
+
+    def enter(self, pid: int) -> None:
+        for d in self.dirs:
+            self._write(d / "cgroup.procs", pid)
+
+    def pids(self) -> list[int]:
+        out = []
+        for d in self.dirs:
+            try:
+                out += [int(x) for x in (d / "cgroup.procs").read_text().split()]
+            except OSError:
+                pass
+        return out
+
+    def remove(self) -> None:
+        """Kill whatever is still inside, then remove the directories (rmdir needs them empty)."""
+        for _ in range(200):
+            for pid in self.pids():
+                _kill(pid)
+            for d in list(self.dirs):
+                try:
+                    d.rmdir()
+                    self.dirs.remove(d)
+                except FileNotFoundError:
+                    self.dirs.remove(d)
+                except OSError:
+                    pass
+            if not self.dirs:
+                return
+            time.sleep(0.01)

@@ -1,0 +1,121 @@
+"""Issue 19's acceptance test: a corpus of hostile submissions (tests/grading/corpus.py) graded end to end.
+
+For each of labs 03-06, one batch in the sandbox: every student gets the expected points and status, the
+CSV is complete and its totals equal the task columns, no file outside the sandbox changed (hashes of the
+submissions, every solution notebook and the package), no process is left behind (a scan of the process
+table), and no feedback page carries the grader's environment, a script, or the hidden tests' source.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("nbclient")
+
+import corpus  # noqa: E402  (tests/grading is on sys.path: conftest)
+
+from scaledl.course import grade as G  # noqa: E402
+from scaledl.course import sandbox as S  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = {"lab03": 60, "lab04": 150, "lab05": 150, "lab06": 150}
+
+
+def active_attributes(page: str) -> list[str]:
+    """Event handlers and remote or script URLs in a page's tags (escaped text does not count)."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            for k, v in attrs:
+                if k.startswith("on") or (k in ("src", "href") and v and not v.startswith(("data:image/png", "#"))):
+                    found.append(f"<{tag} {k}={v!r:.40}>")
+
+    P().feed(page)
+    return found
+
+
+def hashes(paths) -> dict[str, str]:
+    return {str(p): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths if Path(p).is_file()}
+
+
+def leftover_pids(box) -> list[int]:
+    """Processes still running as the grading user, or started from a grading folder."""
+    found = []
+    uid = S.grading_user()[1] if os.geteuid() == 0 else None
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            status = (d / "status").read_text()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        ruid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Uid:")))
+        if (uid is not None and ruid == uid) or "scaledl-grade-" in cmd or "scaledl.course.worker" in cmd:
+            found.append(int(d.name))
+    return found
+
+
+@pytest.mark.parametrize("lab", ["lab03", "lab04", "lab05", "lab06"])
+def test_hostile_corpus(lab, tmp_path, monkeypatch, box):
+    canary = f"canary-{os.urandom(6).hex()}"
+    monkeypatch.setenv(corpus.CANARY, canary)
+    subs, out = tmp_path / "submissions", tmp_path / "out"
+    (out / "feedback").mkdir(parents=True)
+    victim = out / "feedback" / "zz-other-student.html"
+    victim.write_text("another student's feedback")
+    package = sorted((ROOT / "src" / "scaledl").rglob("*.py"))
+    solutions = [corpus.BOOK.path(e.solution) for e in corpus.BOOK.entries if e.kind == "lab" and e.validated]
+    targets = {str(subs / "solution.ipynb"): "another student's notebook", str(solutions[0]): "a solution",
+               str(victim): "another student's feedback", str(ROOT / "src" / "scaledl" / "__init__.py"): "the package"}
+    expected = corpus.build(lab, subs, targets=targets, grades_csv=str(out / "grades.csv"))
+    before = hashes([*subs.iterdir(), *solutions, *package, victim])
+    start = time.perf_counter()
+    grades = G.grade_folder(subs, lab, out=out, timeout_s=TIMEOUT_S[lab], sandbox=box, jobs=2, seed=19)
+    seconds = time.perf_counter() - start
+    got = {g.student: g for g in grades}
+    pts = corpus.points(lab)
+    table = "\n".join(f"| {lab} | {s} | {e.total:g} {e.status} | {got[s].total:g} {got[s].status} | "
+                      f"{got[s].seconds:.0f} s | {got[s].detail[:150]} |" for s, e in expected.items() if s in got)
+    print(f"\n{lab}: {len(grades)} submissions in {seconds:.0f} s\n{table}")
+    assert sorted(got) == sorted(expected), table
+    for s, e in expected.items():
+        g = got[s]
+        assert (g.total, g.status) == (e.total, e.status), f"{s}: {g.total} {g.status} ({g.detail})\n{table}"
+        for t in e.lost:
+            assert g.points[t] == 0, (s, t)
+        assert all(g.points[t] == pts[t] for t in pts if t not in e.lost), (s, g.points)
+    with open(out / "grades.csv", newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert sorted(rows) == sorted(expected)
+    for r in rows.values():
+        assert float(r["total"]) == sum(float(r[t]) for t in pts) and float(r["max"]) == sum(pts.values())
+    assert not (out / "grades.partial.csv").exists()
+    if lab == corpus.HARM_LAB:
+        time.sleep(8)  # the detached process would rewrite grades.csv 5 s after its notebook ended
+        with open(out / "grades.csv", newline="") as f:
+            assert {r["student"] for r in csv.DictReader(f)} == set(expected), "grades.csv was rewritten"
+        assert "dup (1).ipynb" in str(got["dup"].path) and "also handed in: dup.ipynb" in got["dup"].detail
+        assert got["loop"].status == "TIMEOUT"
+        linked = (out / "feedback" / "linker.html").read_text()
+        assert "BEGIN SOLUTION" not in linked and "root:" not in linked, "the grader followed a student's link"
+    assert hashes(before) == before, "a file outside the sandbox changed"
+    assert leftover_pids(box) == [], "processes left behind"
+    hidden = [ln.strip() for c in corpus.solution(lab).cells if G.integrity.is_test(c)
+              for ln in c.source.split("### BEGIN HIDDEN TESTS")[-1].splitlines() if len(ln.strip()) >= 8
+              and "END HIDDEN" not in ln]
+    for s in expected:
+        page = (out / "feedback" / f"{s}.html").read_text()
+        assert canary not in page, f"{s}: the grader's environment leaked into the feedback"
+        assert "<script" not in page.lower() and not active_attributes(page), s
+        assert len(page.encode()) <= 2_100_000, f"{s}: feedback of {len(page)} characters"
+        assert not any(h in page for h in hidden), f"{s}: hidden-test source in the feedback"
