@@ -47,21 +47,26 @@ def hashes(paths) -> dict[str, str]:
     return {str(p): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths if Path(p).is_file()}
 
 
-def leftover_pids(box) -> list[int]:
-    """Processes still running as the grading user, or started from a grading folder."""
-    found = []
+def leftover_pids(box, tmp_path) -> list[int]:
+    """Processes still running as the grading user or started from this test's folders (a scan of /proc).
+
+    Another batch on the same machine (a second pytest, an instructor's grading) has live processes of the
+    same account, marked with its own sandbox's token: those are not this batch's leftovers. A process that
+    cleared its environment carries no mark and counts.
+    """
+    from scaledl.course.processes import processes
+
     uid = S.grading_user()[1] if os.geteuid() == 0 else None
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
+    ours = f"{box._token}."
+    found = []
+    for pid, info in processes(S.MARK_VAR).items():
         try:
-            status = (d / "status").read_text()
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        ruid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Uid:")))
-        if (uid is not None and ruid == uid) or "scaledl-grade-" in cmd or "scaledl.course.worker" in cmd:
-            found.append(int(d.name))
+        mine = info.mark is None or info.mark.startswith(ours)
+        if pid != os.getpid() and ((uid is not None and info.uid == uid and mine) or str(tmp_path) in cmd):
+            found.append(pid)
     return found
 
 
@@ -109,7 +114,7 @@ def test_hostile_corpus(lab, tmp_path, monkeypatch, box):
         linked = (out / "feedback" / "linker.html").read_text()
         assert "BEGIN SOLUTION" not in linked and "root:" not in linked, "the grader followed a student's link"
     assert hashes(before) == before, "a file outside the sandbox changed"
-    assert leftover_pids(box) == [], "processes left behind"
+    assert leftover_pids(box, tmp_path) == [], "processes left behind"
     hidden = [ln.strip() for c in corpus.solution(lab).cells if G.integrity.is_test(c)
               for ln in c.source.split("### BEGIN HIDDEN TESTS")[-1].splitlines() if len(ln.strip()) >= 8
               and "END HIDDEN" not in ln]

@@ -205,8 +205,10 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
             g.details.append(f"the kernel died at cell {ended.get('cell')}")
         elif not ended:
             g.status = "CRASHED"
-            g.details.append(f"the run ended without a report (exit {res.returncode}): "
-                             + (res.output.strip().splitlines() or [""])[-1][:200])
+            said = [ln for ln in res.output.strip().splitlines() if ln.strip() and "WARNING" not in ln]
+            g.details.append(f"the run ended without a report (exit {res.returncode}"
+                             + (", killed" if res.returncode in (-9, 137) else "") + ")"
+                             + (f": {said[-1][:200]}" if said else ""))
         ran = _read_notebook(work, work / "run.ipynb")
         judge(lab, g, inputs, work / "grade", found.bypass, cell_errors(ran))
     finally:

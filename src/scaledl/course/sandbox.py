@@ -24,13 +24,14 @@ import resource
 import itertools
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+from scaledl.course.processes import Cgroup, kill, processes
 
 LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
 GRADING_ACCOUNT = "scaledl-grader"
@@ -122,7 +123,8 @@ class Sandbox:
                 raise ValueError(f"readonly={str(p)!r}: expected an absolute path below /")
         if os.geteuid() == 0 and self.level != "none":
             self.user, self._uid, self._gid = grading_user()
-        cg = _Cgroup.make(f"scaledl-probe-{self._token}", Limits())
+        cg = Cgroup.make(f"scaledl-probe-{self._token}", processes=Limits().processes,
+                         memory_bytes=Limits().memory_bytes)
         if cg is not None:
             self.cgroup = cg.version
             cg.remove()
@@ -181,7 +183,7 @@ class Sandbox:
         if self._uid is not None:
             _chown_tree(workdir, self._uid, self._gid)
         cmd, host_env = self._command(list(argv), workdir, dict(env), run_id)
-        cg = _Cgroup.make(f"scaledl-{run_id}", limits)
+        cg = Cgroup.make(f"scaledl-{run_id}", processes=limits.processes, memory_bytes=limits.memory_bytes)
         outdir = Path(tempfile.mkdtemp(prefix="scaledl-sandbox-out-"))  # the grader's, never bound inside
         start = time.perf_counter()
         timed_out = False
@@ -264,13 +266,13 @@ class Sandbox:
 
     # -- killing ------------------------------------------------------------------------------------------
 
-    def _kill_run(self, proc: subprocess.Popen, cg: _Cgroup | None, run_id: str) -> None:
+    def _kill_run(self, proc: subprocess.Popen, cg: Cgroup | None, run_id: str) -> None:
         """SIGKILL everything the run started and wait until it is gone."""
         deadline = time.monotonic() + _KILL_WAIT_S
         while True:
             # The namespace's pid 1 (bwrap's init, or unshare's child) is the Popen child's child: killing it
             # makes the kernel kill the rest of the namespace before the Popen child sees it exit.
-            victims = {pid for pid, info in _processes().items()
+            victims = {pid for pid, info in processes(MARK_VAR).items()
                        if info.ppid == proc.pid or info.pgrp == proc.pid or info.mark == run_id}
             if proc.poll() is None:
                 victims.add(proc.pid)
@@ -279,7 +281,7 @@ class Sandbox:
             if not victims or time.monotonic() > deadline:
                 break
             for pid in victims:
-                _kill(pid)
+                kill(pid)
             time.sleep(0.02)
         try:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -289,13 +291,13 @@ class Sandbox:
     def sweep(self) -> list[int]:
         """SIGKILL and return the pids of processes left by this sandbox's runs (expect none)."""
         prefix = f"{self._token}."
-        left = sorted(pid for pid, info in _processes().items() if pid != os.getpid() and (
+        left = sorted(pid for pid, info in processes(MARK_VAR).items() if pid != os.getpid() and (
             (info.mark or "").startswith(prefix)
             # as root also whatever runs as the grading account unmarked (it cleared its environment); a mark
             # of another Sandbox's means another batch's live run, which is spared
             or (self._uid is not None and info.uid == self._uid and info.mark is None)))
         for pid in left:
-            _kill(pid)
+            kill(pid)
         return left
 
     def _problem(self) -> str | None:
@@ -369,7 +371,7 @@ def _which(name: str) -> str:
     return path
 
 
-def _enter(limits: Limits, cg: _Cgroup | None) -> None:
+def _enter(limits: Limits, cg: Cgroup | None) -> None:
     """In the child before exec: rlimits (inherited through bwrap and setpriv) and the run's cgroup."""
     for res, value in ((resource.RLIMIT_AS, limits.address_space_bytes), (resource.RLIMIT_NPROC, limits.processes),
                        (resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_FSIZE, limits.file_size_bytes),
@@ -395,124 +397,3 @@ def _tail(path: Path) -> str:
     with open(path, "rb") as f:
         f.seek(max(0, os.fstat(f.fileno()).st_size - OUTPUT_TAIL_BYTES))
         return f.read(OUTPUT_TAIL_BYTES).decode("utf-8", errors="replace")
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-@dataclass
-class _Proc:
-    ppid: int
-    pgrp: int
-    uid: int
-    mark: str | None  # the value of MARK_VAR in its environment, if any
-
-
-def _processes() -> dict[int, _Proc]:
-    """Every live (not zombie) process on the host: its parent, group, real uid and sandbox mark."""
-    found = {}
-    needle = f"{MARK_VAR}=".encode()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-            state, ppid, pgrp = stat[stat.rindex(")") + 2:].split()[:3]
-            if state in "ZX":
-                continue
-            status = Path(entry.path, "status").read_text()
-            uid = int(status[status.index("\nUid:") + 5:].split()[0])  # real uid (the dir's owner is euid)
-            mark = None
-            try:
-                env = Path(entry.path, "environ").read_bytes()
-                if needle in env:
-                    mark = next((v[len(needle):].decode(errors="replace") for v in env.split(b"\0")
-                                 if v.startswith(needle)), None)
-            except OSError:
-                pass
-            found[int(entry.name)] = _Proc(int(ppid), int(pgrp), uid, mark)
-        except (OSError, ValueError):
-            continue  # exited while we looked
-    return found
-
-
-class _Cgroup:
-    """One run's cgroup (v1 pids + memory hierarchies, or v2), made under this process's own cgroup."""
-
-    ROOT = Path("/sys/fs/cgroup")
-
-    def __init__(self, version: str, dirs: list[Path]):
-        self.version, self.dirs = version, dirs
-
-    @classmethod
-    def make(cls, name: str, limits: Limits) -> _Cgroup | None:
-        """A new cgroup with ``limits``, or None where none can be made (not root, no delegation, ...)."""
-        try:
-            own = [line.split(":", 2) for line in Path("/proc/self/cgroup").read_text().splitlines()]
-        except OSError:
-            return None
-        cg = None
-        try:
-            if (cls.ROOT / "cgroup.controllers").exists():
-                base = cls.ROOT / next(path for hid, _, path in own if hid == "0").lstrip("/")
-                cg = cls("v2", [base / name])
-                cg.dirs[0].mkdir()
-                cls._write(cg.dirs[0] / "pids.max", limits.processes)
-                cls._write(cg.dirs[0] / "memory.max", limits.memory_bytes)
-                if (cg.dirs[0] / "memory.swap.max").exists():
-                    cls._write(cg.dirs[0] / "memory.swap.max", 0)
-                return cg
-            bases = {c: cls.ROOT / c / path.lstrip("/") for _, ctrls, path in own for c in ctrls.split(",")}
-            cg = cls("v1", [])
-            for c, limit_file, value in (("pids", "pids.max", limits.processes),
-                                         ("memory", "memory.limit_in_bytes", limits.memory_bytes)):
-                d = bases[c] / name
-                d.mkdir()
-                cg.dirs.append(d)
-                cls._write(d / limit_file, value)
-            if (cg.dirs[1] / "memory.memsw.limit_in_bytes").exists():  # no swapping past the limit either
-                cls._write(cg.dirs[1] / "memory.memsw.limit_in_bytes", limits.memory_bytes)
-            return cg
-        except (OSError, KeyError, StopIteration):
-            if cg is not None:
-                cg.remove()
-            return None
-
-    @staticmethod
-    def _write(path: Path, value) -> None:
-        with open(path, "w") as f:
-            f.write(str(value))
-
-    def enter(self, pid: int) -> None:
-        for d in self.dirs:
-            self._write(d / "cgroup.procs", pid)
-
-    def pids(self) -> list[int]:
-        out = []
-        for d in self.dirs:
-            try:
-                out += [int(x) for x in (d / "cgroup.procs").read_text().split()]
-            except OSError:
-                pass
-        return out
-
-    def remove(self) -> None:
-        """Kill whatever is still inside, then remove the directories (rmdir needs them empty)."""
-        for _ in range(200):
-            for pid in self.pids():
-                _kill(pid)
-            for d in list(self.dirs):
-                try:
-                    d.rmdir()
-                    self.dirs.remove(d)
-                except FileNotFoundError:
-                    self.dirs.remove(d)
-                except OSError:
-                    pass
-            if not self.dirs:
-                return
-            time.sleep(0.01)
