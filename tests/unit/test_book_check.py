@@ -139,3 +139,52 @@ def test_readme_table_follows_book_toml(make_book):
     text = (root / "README.md").read_text()
     assert "| I P | Chapter 00 | A | planned (not written yet) | not needed |" in text and text.endswith("more\n")
     assert check_book(load(root)) == [] and update_readme(load(root)) is False
+
+
+def with_answer_key(nb, source, tag="answer-key"):
+    """``nb`` with a markdown cell tagged ``tag`` holding ``source`` appended."""
+    cell = new_markdown_cell(source)
+    cell.metadata["tags"] = [tag]
+    nb.cells.append(cell)
+    return nb
+
+
+@pytest.mark.parametrize("prompt", [
+    "**2.** Prune the MLP to 95 % globally. How sparse does each layer end up?",  # chapters 11, 12, 17
+    "**Exercise 2.** Data parallelism copies the whole training state.",  # chapters 13, 14, 16, 18, 19
+    "**Question 1.3.** Why 56.25 % and not 50 %?",  # the labs
+    "2. Fit the clean curve from 16 samples instead of 64.",  # chapters 01-10 and 15: a list item
+    "## Exercises",
+])
+def test_an_exercise_inside_an_answer_key_cell_is_reported(make_book, prompt):
+    root = make_book()
+    nb = with_answer_key(executed_notebook("print(1)"), f"*Answer.* Eight of ten survive.\n\n{prompt}")
+    nbfile.write(nb, root / "chapters/00_a.ipynb")
+    problems = check_book(load(root))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("chapters/00_a.ipynb: cell 2 is tagged 'answer-key' but holds an exercise prompt")
+    assert prompt[:20] in problems[0] and "untagged markdown cell" in problems[0]
+
+
+def test_a_solution_tagged_cell_is_checked_too_and_answers_alone_pass(make_book):
+    root = make_book()
+    nb = executed_notebook("print(1)")
+    # Answers that number their points "(1)", or whose line wraps at a number, hold no prompt.
+    with_answer_key(nb, "**Answers.** (1) In a binade the values are even.\n(2) Saturating, as above.")
+    with_answer_key(nb, "*Answer.* The loss falls from 0.5 to 0.\n12. The model is a per-frame MLP.")
+    nbfile.write(nb, root / "chapters/00_a.ipynb")
+    assert check_book(load(root)) == []
+    with_answer_key(nb, "*Answer.* Yes.\n\n**3.** Use the saving per isolated zero.", tag="solution")
+    nbfile.write(nb, root / "chapters/00_a.ipynb")
+    assert [p.split(" but ")[0] for p in check_book(load(root))] == [
+        "chapters/00_a.ipynb: cell 4 is tagged 'solution'"]
+
+
+def test_no_answer_key_cell_of_the_real_book_holds_an_exercise():
+    """Every notebook on disk, planned or draft included (book check only reads the validated ones)."""
+    from scaledl.book.check import check_answer_keys, notebooks_on_disk
+
+    book = load()
+    problems = [p for rel in notebooks_on_disk(book.root)
+                for p in check_answer_keys(nbformat.read(book.path(rel), as_version=4), rel)]
+    assert problems == [], "\n".join(problems)

@@ -12,11 +12,19 @@ from pathlib import Path
 import nbformat
 
 from scaledl.book import nbfile
+from scaledl.book.site import ANSWER_KEY_TAGS
 from scaledl.book.toc import Book, Entry
 
 # Absolute paths of a particular machine, which make outputs differ between readers.
 MACHINE_PATH = re.compile(r"(/root/|/home/[^/\s]+/|/Users/[^/\s]+/|/work/|/tmp/|[A-Za-z]:\\\\Users\\\\|site-packages/)")
 NOTEBOOK_FOLDERS = ("chapters", "labs")
+# How the book writes an exercise or question prompt, as the first characters of a markdown line: a heading
+# ("## Exercises"), a bold label ("**Exercise 2.**", "**Question 1.1.**", "**3.**"), or, at the start of a
+# paragraph, an ordered-list item ("2. Fit the ..."). Answers number their points "(1)", which none of these
+# match; a mid-paragraph line that wraps at a number ("... 12. The model") is not a list item in Markdown.
+EXERCISE_HEADING = re.compile(r"#{1,6}\s*(Exercises?|Questions?)\b", re.I)
+EXERCISE_LABEL = re.compile(r"(\*\*|__|\*|_)((Exercise|Question)s?(?![a-z])|\d+(\.\d+)*\.(\*\*|__|\*|_))", re.I)
+LIST_ITEM = re.compile(r"\d+[.)]\s")
 
 
 def notebooks_on_disk(root: Path) -> list[str]:
@@ -52,6 +60,33 @@ def check_executed(nb, name: str) -> list[str]:
     return problems
 
 
+def exercise_line(source: str) -> str | None:
+    """The first line of markdown ``source`` that opens an exercise prompt, or None."""
+    previous = ""
+    for line in source.splitlines():
+        text = line.strip()
+        list_item = not previous.strip() and LIST_ITEM.match(text)  # only a paragraph's first line can be one
+        if EXERCISE_HEADING.match(text) or EXERCISE_LABEL.match(text) or list_item:
+            return text
+        previous = line
+    return None
+
+
+def check_answer_keys(nb, name: str) -> list[str]:
+    """An answer-key cell must hold only an answer: the site and the student release drop it, prompt and all."""
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        tags = ANSWER_KEY_TAGS.intersection(cell.get("metadata", {}).get("tags", []))
+        if cell.cell_type != "markdown" or not tags:
+            continue
+        line = exercise_line(cell.source)
+        if line is not None:
+            problems.append(f"{name}: cell {i} is tagged {sorted(tags)[0]!r} but holds an exercise prompt "
+                            f"({line[:60]!r}); the site and the student release drop that cell, so move the "
+                            f"prompt into an untagged markdown cell before it")
+    return problems
+
+
 def check_kernelspec(nb, name: str) -> list[str]:
     spec = nb.metadata.get("kernelspec", {})
     if spec.get("name") != "python3" or spec.get("language", "python") != "python":
@@ -72,6 +107,7 @@ def check_entry(book: Book, entry: Entry) -> list[str]:
     executed = nbformat.read(book.path(entry.executed_file), as_version=4)
     problems += check_kernelspec(executed, entry.executed_file)
     problems += check_executed(executed, entry.executed_file)
+    problems += check_answer_keys(executed, entry.executed_file)
     problems += nbfile.problems(book.path(entry.executed_file), entry.executed_file)
     if entry.kind == "lab":
         from scaledl.labs.release import check_student_version, student_work_kept
