@@ -20,7 +20,7 @@ pytest.importorskip("nbclient")
 
 from scaledl.book.toc import load
 from scaledl.course import grade as G
-from scaledl.labs.release import strip_hidden_tests
+from corpus import handed_in  # the solution as a student hands it in (tests/grading/corpus.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = load(ROOT)
@@ -37,21 +37,6 @@ BUGS = {
     "lab07": ("task_1_1",  # dispatch while the server is busy
               "    if busy:\n        return 0\n    return min(waiting, max_batch)", "    return min(waiting, max_batch)"),
 }
-
-
-def handed_in(solution_nb, *edits):
-    """The solution as a student hands it in: hidden tests gone, outputs cleared, then ``(old, new)`` edits,
-    each of which must match exactly one cell."""
-    nb = nbformat.from_dict(nbformat.reader.reads(nbformat.writes(solution_nb)))
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.source = strip_hidden_tests(cell.source)
-            cell.outputs, cell.execution_count = [], None
-    for old, new in edits:
-        hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
-        assert len(hits) == 1, f"the edit {old!r} matched {len(hits)} cells"
-        hits[0].source = hits[0].source.replace(old, new)
-    return nb
 
 
 def read_csv(path):

@@ -28,16 +28,6 @@ WORKERS, BATCH, EPOCHS = 8, 64, 30  # the lab's training run (its cell "data = d
 TRAIN_SEEDS = tuple(s for s in range(1, 61) if s not in (12, 18, 43))
 
 
-def _arr(out, key, title, **kw) -> np.ndarray:
-    """:func:`array`, with ragged or otherwise unreadable data an AssertionError too."""
-    try:
-        return array(out, key, title=title, **kw)
-    except AssertionError:
-        raise
-    except (TypeError, ValueError, OverflowError) as err:
-        raise AssertionError(f"{title}: {key} is not a numeric array ({type(err).__name__})") from None
-
-
 def _whole(x) -> bool:
     """True for a finite number with an integral value (a byte count, a step count)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
@@ -91,7 +81,7 @@ def _top_k_judge(inp, out):
         v = inp[f"v{i}"]
         for j, k in enumerate(ks):
             want = D.spec_top_k(v, k)
-            got = _arr(out, f"got{i}_{j}", t, dtype="iuf")
+            got = array(out, f"got{i}_{j}", title=t, dtype="iuf")
             assert got.shape == want.shape and np.array_equal(got, want), \
                 f"{t}: n = {v.size}, k = {k}: Yours {got.ravel()[:8].tolist()}, Spec {want[:8].tolist()}"
 
@@ -132,8 +122,8 @@ def _run_compressor(ns, inp, make, state):
 
 def _sent(out, c, t, n, title, where) -> np.ndarray:
     """Step t's message of case c as a dense float64 vector of n (exact for float32), else AssertionError."""
-    idx = _arr(out, f"idx{c}_{t}", title, dtype="iu")
-    values = _arr(out, f"val{c}_{t}", title, dtype="iuf")
+    idx = array(out, f"idx{c}_{t}", title=title, dtype="iu")
+    values = array(out, f"val{c}_{t}", title=title, dtype="iuf")
     if idx.ndim != 1 or values.shape != idx.shape:
         raise AssertionError(f"{title}: {where}, step {t}: indices of shape {idx.shape} and values of shape "
                              f"{values.shape}; expected two 1-D arrays of the same length")
@@ -152,7 +142,7 @@ def _check_case(out, c, grads, ratio, spec_sent, spec_state, title):
         got = _sent(out, c, t, want.size, title, where).reshape(shape)
         _differ(got, want, title, f"values sent at step {t} ({where})")
     for name, want in spec_state.items():
-        got = _arr(out, f"{name}{c}", title, shape=shape, dtype="f")
+        got = array(out, f"{name}{c}", title=title, shape=shape, dtype="f")
         _differ(got, want, title, f"elements of {name} after {STEPS} steps ({where})")
 
 
@@ -249,7 +239,7 @@ def _reducer_judge(inp, out):
             nnz += idx.size
         dense += workers * 4 * want.size
         for step in range(REDUCER_STEPS):
-            got = _arr(out, f"sum{step}_{i}", t, shape=want.shape, dtype="iuf")
+            got = array(out, f"sum{step}_{i}", title=t, shape=want.shape, dtype="iuf")
             _differ(got, want, t, f"elements of {name} after call {step + 1} "
                                   "(the sum of the workers' decoded messages)")
     keys = out.get("keys")
@@ -293,7 +283,7 @@ def _training_judge(inp, out):
     model = mlp(SIZES, seed=0)  # the architecture; its weights are replaced by the trained ones
     trained = {}
     for name, w in model.parameters().items():
-        got = _arr(out, f"weight {name}", t, shape=w.shape, dtype="f")
+        got = array(out, f"weight {name}", title=t, shape=w.shape, dtype="f")
         with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf, caught next line
             got = got.astype(np.float32)
         assert np.isfinite(got).all(), f"{t}: the trained {name} holds NaN or infinity"
