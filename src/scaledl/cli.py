@@ -21,7 +21,7 @@ import os
 import platform
 import sys
 
-from scaledl import device
+from scaledl import device, drift
 
 DOCTOR_PACKAGES = ("numpy", "numba", "numba-cuda", "ml_dtypes", "ipywidgets", "jupyterlab", "matplotlib",
                    "nbval", "cupy-cuda12x", "cupy-cuda13x")
@@ -77,9 +77,23 @@ def doctor(out=sys.stdout) -> int:
         elif not dist.startswith("cupy"):
             lines.append(f"{dist:<12} NOT INSTALLED")
     lines.append(f"colab        {'yes' if in_colab() else 'no'}")
+    versions = dict(driver=d.gpu.driver_cuda_version if d.gpu is not None else None,
+                    toolkit=drift.installed(drift.TOOLKIT_DISTS), nvjitlink=drift.installed(drift.NVJITLINK_DISTS),
+                    nvvm=drift.installed(drift.NVVM_DISTS))
+    if versions["toolkit"] is not None:
+        lines.append(f"cuda wheels  {versions['toolkit']} (libNVVM {versions['nvvm'] or 'missing'}, "
+                     f"nvJitLink {versions['nvjitlink'] or 'missing'})")
+    found = drift.check(**versions)
     missing = [p for p in ("numpy", "numba", "numba-cuda", "ipywidgets", "matplotlib") if _version(p) is None]
     ok, smoke = smoke_test() if not missing else (False, "skipped: packages missing")
     lines.append(f"smoke test   {'ok' if ok else 'FAILED'}: {smoke}")
+    if not ok and not missing:
+        explained = drift.explain(smoke, **versions)
+        if explained is not None and explained.kind not in {x.kind for x in found}:
+            found.append(explained)
+    for x in found:  # after a passing smoke test a mismatch is a warning: the next toolkit update may break it
+        lines.append(f"{'drift' if not ok else 'warning':<12} {x.cause}")
+        lines.append(f"  fix        {x.fix}")
     can_run = ok and not missing
     lines.append("verdict      the book can run here" if can_run else
                  f"verdict      the book cannot run yet: {', '.join(missing) or smoke}")
