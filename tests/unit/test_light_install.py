@@ -24,7 +24,7 @@ DISTRIBUTION = {"sklearn": "scikit-learn", "ml_dtypes": "ml-dtypes", "IPython": 
 TRANSITIVE = {"ipython"}  # ipywidgets requires it, and every Jupyter runtime has it
 GPU_ONLY = {"cupy", "cupyx", "torch"}  # imported only when the backend is CUDA (the cu12/cu13 extras, or the runtime's own)
 # Authors' and instructors' tools, not imported by any chapter: they may need the [lab] or [course] extra.
-TOOLS = re.compile(r"^scaledl/(cli|__main__|course/.*|validate/.*|labs/release|kernels/bench|book/(?!__init__|show|toc)\w+)\.py$")
+TOOLS = re.compile(r"^scaledl/(cli|__main__|drift|course/.*|validate/.*|labs/release|kernels/bench|book/(?!__init__|show|toc)\w+)\.py$")
 
 
 def _dist(requirement: str) -> str:

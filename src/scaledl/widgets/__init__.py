@@ -136,7 +136,10 @@ class Explorer:
         box = W.VBox(list(self.controls.values()))
         # Shown where the controls cannot be (no kernel, an untrusted notebook, a static page): a sentence,
         # never the widget's repr.
-        bundle = {**box._repr_mimebundle_(), "text/plain": FALLBACK_TEXT}
+        # The view is spelled out rather than taken from box._repr_mimebundle_(), which ipywidgets 7 (still the
+        # one Colab ships) lacks; both 7.7 and 8 use this message, widget protocol version 2.0.
+        view = {"version_major": 2, "version_minor": 0, "model_id": box.model_id}
+        bundle = {"application/vnd.jupyter.widget-view+json": view, "text/plain": FALLBACK_TEXT}
         display(bundle, raw=True)
         self._handle = None
         self._on_change(None)
