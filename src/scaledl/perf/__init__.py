@@ -14,6 +14,9 @@
 ``warp_ctc``       warp-ctc's README timings: speedup ranges over Eesen and Theano, against seed 001's "100-400X"
 ``cluster``        DGX POD sizing (rack units, power, experiment hours, developers), Saturn V, input bandwidth,
                    FPGA vs ASIC measurements, the int4 accelerator's efficiency points
+``interconnect``   one DGX-2 against two DGX-1 (bisection, all-reduce, all-to-all, Amdahl), CPU-GPU links
+                   (PCIe against POWER9's NVLink 2)
+``frameworks``     NVIDIA's 2018 framework table as data, with dated, sourced corrections
 =================  ===================================================================================
 
 The submodules are imported on demand (``from scaledl.perf import hardware``), so importing this package

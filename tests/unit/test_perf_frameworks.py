@@ -1,0 +1,47 @@
+"""The framework table of chapter 19: the slide's cells verbatim, and every correction attached to a real cell."""
+
+import pytest
+
+from scaledl.perf import frameworks as fw
+
+SEED = "/work/shared/seeds/003_1082ca36444b108d.txt"
+
+
+def test_table_matches_the_slide_cell_for_cell():
+    # the slide's rows as tab-separated lines (the seed is the source; the test reads it when present)
+    try:
+        text = open(SEED, encoding="utf-8").read()
+    except FileNotFoundError:
+        pytest.skip("source document not present")
+    lines = text.split("FW\tProductivity layer")[1].split("\n\n")[0].splitlines()[1:]
+    rows = [tuple(line.split("\t")) for line in lines]
+    assert rows == [tuple(vars(r).values()) for r in fw.SLIDE_TABLE]
+
+
+def test_chainer_row_and_its_correction():
+    r = fw.row("Chainer")
+    assert (r.multi_gpu, r.multi_node_nccl, r.mixed_precision) == ("proprietary", "", "No")
+    fixes = fw.corrections_for("Chainer")
+    assert [(c.column, c.kind) for c in fixes] == [("multi_node_nccl", "wrong in 2018"), ("status", "outdated")]
+    assert "1711.04325" in fixes[0].source  # the slides' own ImageNet-in-15-minutes paper
+
+
+def test_every_correction_names_a_listed_framework_and_a_source():
+    names = {r.framework for r in fw.SLIDE_TABLE}
+    for c in fw.CORRECTIONS:
+        assert c.framework in names and c.source and c.short
+
+
+def test_markdown_has_one_line_per_row_and_every_note():
+    md = fw.table_markdown()
+    table = [line for line in md.splitlines() if line.startswith("| ")]
+    assert len(table) == 1 + len(fw.SLIDE_TABLE)
+    assert all(len(line.split(" | ")) == 7 for line in table)  # 7 columns, no cell with a stray "|"
+    for i in range(1, len(fw.CORRECTIONS) + 1):
+        assert f"[{i}]" in md
+    assert "Sockets/ GRPC -> **Yes (Horovod)**" in md
+
+
+def test_unknown_framework_is_named():
+    with pytest.raises(ValueError, match="framework='Jax' is not in the slide's table"):
+        fw.row("Jax")
