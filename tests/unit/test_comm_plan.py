@@ -80,3 +80,38 @@ def test_layout_view():
     assert "1024 GPUs" in fig._suptitle.get_text()
     matplotlib.pyplot.close(fig)
     assert P.layout_view(175, 16, 1, 1).startswith("not a valid layout: tp must be <= 8")
+
+
+def test_resnet50_training_flop_is_two_flop_per_multiply_add_times_three_passes():
+    # 4.1 G multiply-adds forward = 8.2 GFLOP; forward + backward = 3 x forward = 24.6 GFLOP per image
+    assert P.FLOP_PER_MULTIPLY_ADD == 2 and P.TRAIN_OVER_FORWARD == 3
+    assert P.RESNET50_FORWARD_MULTIPLY_ADDS == 4.1e9
+    flop = P.training_flop_per_example(P.RESNET50_FORWARD_MULTIPLY_ADDS)
+    assert flop == pytest.approx(24.6e9, rel=1e-12)
+    assert flop != pytest.approx(12.3e9, rel=0.1)  # the old count forgot the 2 FLOP per multiply-add
+    with pytest.raises(ValueError, match=r"forward_multiply_adds must be a positive finite number, got -1"):
+        P.training_flop_per_example(-1)
+
+
+def test_resnet50_communication_overtakes_compute_at_128_gpus():
+    # Chapter 13, section 5: global batch 8192 on H100s at 40 % of dense BF16 peak, FP32 gradients, ring
+    # all-reduce with alpha = 5 us over NVLink inside an 8-GPU node and 50 GB/s InfiniBand NDR beyond.
+    compute_1 = P.training_flop_per_example(P.RESNET50_FORWARD_MULTIPLY_ADDS) * 8192 / (0.4 * 989e12)
+    gpus = 2 ** np.arange(0, 11)
+    comp, comm = P.data_parallel_scaling(gpus, compute_1gpu_s=compute_1, gradient_B=4 * P.RESNET50_PARAMS)
+    # the ring by hand, beyond one node: 2 (g-1) alpha + 2 (g-1)/g n / 50 GB/s
+    for g in (64, 128):
+        by_hand = 2 * (g - 1) * 5e-6 + 2 * (g - 1) / g * 4 * 25.6e6 / 50e9
+        assert comm[list(gpus).index(g)] == pytest.approx(by_hand, rel=1e-12)
+    assert comp[list(gpus).index(64)] > comm[list(gpus).index(64)]
+    assert P.crossover_gpus(gpus, comp, comm) == 128
+    # with half the FLOP (multiply-adds counted as one operation) it would wrongly come at 64
+    assert P.crossover_gpus(gpus, comp / 2, comm) == 64
+
+
+def test_crossover_gpus_checks_its_input():
+    assert P.crossover_gpus([1, 2], [2.0, 1.0], [0.0, 0.5]) is None
+    with pytest.raises(ValueError, match=r"gpus must be strictly ascending, got \[2.0, 1.0\]"):
+        P.crossover_gpus([2, 1], [1.0, 1.0], [0.0, 0.0])
+    with pytest.raises(ValueError, match=r"must be 1-D of one length"):
+        P.crossover_gpus([1, 2], [1.0], [0.0, 0.0])

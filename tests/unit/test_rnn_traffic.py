@@ -1,16 +1,18 @@
-"""The RNN step traffic model: Seed 001's 1152 neurons against the Titan X register file, what fits on an
+"""The RNN step traffic model: the SVAIL slides' 1152 neurons against the Titan X register file, what fits on an
 H100, and the standard vs persistent bytes and roofline times (exact arithmetic, so exact comparisons)."""
 
 import pytest
 
-from scaledl.kernels.rnn_traffic import (DIAMOS_TFLOPS_BATCH_4, H100_SXM, SEED_001_HIDDEN, TITAN_X,
-                                         max_hidden_on_chip, rnn_step_traffic)
+import numpy as np
+
+from scaledl.kernels.rnn_traffic import (DIAMOS_TFLOPS_BATCH_4, H100_SXM, PERSISTENT_RNN_HIDDEN_TITAN_X, TITAN_X,
+                                         max_hidden_on_chip, persistent_intensity, rnn_step_traffic)
 
 MiB = 2**20
 
 
-def test_seed_001_fits_the_titan_x_register_file():
-    w_bytes = SEED_001_HIDDEN**2 * 4
+def test_1152_units_fit_the_titan_x_register_file():
+    w_bytes = PERSISTENT_RNN_HIDDEN_TITAN_X**2 * 4
     assert w_bytes == 5_308_416 and w_bytes / MiB == 5.0625  # the slide's "5 MB"
     assert TITAN_X.register_file_bytes == 6 * MiB > w_bytes  # 24 SMs x 256 KiB
     assert w_bytes / TITAN_X.register_file_bytes == pytest.approx(0.84375)  # 16 % left for everything else
@@ -63,3 +65,30 @@ def test_view_rnn_step():
     assert view_rnn_step(hidden=4096, device="GTX Titan X").axes[1].get_title() == "W does NOT fit on chip"
     with pytest.raises(ValueError, match="device='A100'; expected one of"):
         view_rnn_step(device="A100")
+
+
+def test_persistent_intensity_is_not_h_over_6_at_small_batch():
+    # fp32, 100 steps: bytes 4 H^2 / 100 + 12 B H, FLOPs 2 H^2 B -> 2 H B / (4 (H / 100 + 3 B)) = 50 H B / (H + 300 B)
+    H = 1152
+    s = rnn_step_traffic(H, 1)
+    assert s.persistent_bytes == 4 * H**2 / 100 + 12 * H
+    assert s.persistent_intensity_FLOP_per_byte == pytest.approx(2 * H**2 / (4 * H**2 / 100 + 12 * H), rel=1e-15)
+    assert s.persistent_intensity_FLOP_per_byte == pytest.approx(39.67, abs=0.005)
+    assert s.persistent_intensity_FLOP_per_byte < H / 6 / 4  # "H / 6 at any batch" is off by almost 5x at B = 1
+    batches = np.array([1, 2, 4, 16, 64, 128])
+    closed = persistent_intensity(H, batches)
+    model = [rnn_step_traffic(H, int(b)).persistent_intensity_FLOP_per_byte for b in batches]
+    assert np.allclose(closed, model, rtol=1e-14)
+    assert np.allclose(closed, 50 * H * batches / (H + 300 * batches), rtol=1e-14)
+    assert persistent_intensity(H, 1e9) == pytest.approx(H / 6, rel=1e-6)  # the large-batch limit
+    fp16 = rnn_step_traffic(H, 4, precision="fp16", device="H100 SXM")
+    assert persistent_intensity(H, 4, bytes_per_element=2) == pytest.approx(fp16.persistent_intensity_FLOP_per_byte)
+    std = rnn_step_traffic(H, 4)
+    assert std.standard_intensity_FLOP_per_byte == pytest.approx(2 * H * 4 / (4 * (H + 12)), rel=1e-15)
+
+
+def test_persistent_intensity_errors():
+    with pytest.raises(ValueError, match=r"batch must be > 0, got 0"):
+        persistent_intensity(1152, 0)
+    with pytest.raises(ValueError, match=r"hidden must be a positive finite number, got -1"):
+        persistent_intensity(-1, 1)

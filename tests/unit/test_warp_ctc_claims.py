@@ -1,8 +1,8 @@
-"""warp-ctc's README sentence follows from its own tables; the seed's flat "100-400X" does not."""
+"""warp-ctc's README sentence follows from its own tables; the slides' flat "100-400X" does not."""
 
 import pytest
 
-from scaledl.perf.warp_ctc import SEED_001_CLAIM, speedup_range, speedups
+from scaledl.perf.warp_ctc import CLAIMED_SPEEDUP_RANGE, speedup_range, speedups
 
 
 def test_readme_sentence_matches_its_tables():
@@ -13,10 +13,10 @@ def test_readme_sentence_matches_its_tables():
     assert round(lo) == 46 and int(hi) == 68  # 1100 / 16 = 68.75: the README truncates
 
 
-def test_seed_claim_is_a_range_not_a_fact():
+def test_slide_claim_is_a_range_not_a_fact():
     every = [v for dev, base in (("gpu", "eesen"), ("gpu", "theano"), ("cpu", "theano"))
              for v in speedups(dev, base).values()]
-    inside = [v for v in every if SEED_001_CLAIM[0] <= v <= SEED_001_CLAIM[1]]
+    inside = [v for v in every if CLAIMED_SPEEDUP_RANGE[0] <= v <= CLAIMED_SPEEDUP_RANGE[1]]
     assert min(every) < 1 and max(every) > 400  # from slower (GPU, N=1 vs Eesen) to 467x (CPU vs Theano)
     assert len(inside) < len(every) / 2  # most of the README's comparisons fall outside "100-400X"
 

@@ -25,12 +25,26 @@ from scaledl.comm.topology import IB_NDR_Bps, NVLINK4_H100_Bps
 
 __all__ = ["BYTES_PER_PARAM_MIXED_ADAM", "H100_SXM", "HGX_H100", "GPUSpec", "training_bytes", "gpus_to_hold",
            "bubble_fraction", "pipeline_schedule", "in_flight", "column_parallel", "row_parallel",
-           "gpt_shape", "Layout", "step_time", "data_parallel_scaling", "layout_view"]
+           "gpt_shape", "Layout", "step_time", "data_parallel_scaling", "layout_view", "FLOP_PER_MULTIPLY_ADD",
+           "TRAIN_OVER_FORWARD", "RESNET50_PARAMS", "RESNET50_FORWARD_MULTIPLY_ADDS", "training_flop_per_example",
+           "crossover_gpus"]
 
 # Mixed-precision Adam: FP16/BF16 weights (2) and gradients (2), FP32 master weights, momentum and variance
 # (4 + 4 + 4) = 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
 # Trillion Parameter Models", SC 2020, section 3.1). Activations come on top.
 BYTES_PER_PARAM_MIXED_ADAM = 16
+
+# A multiply-add (one MAC, as papers that report "FLOPs" of convolutional networks usually count) is two
+# floating-point operations. Training costs about three forward passes: the backward pass computes the
+# gradient of the activations and of the weights, each a product as large as the forward one.
+FLOP_PER_MULTIPLY_ADD = 2
+TRAIN_OVER_FORWARD = 3
+# ResNet-50 (He et al., "Deep Residual Learning for Image Recognition", CVPR 2016): 25.6 M parameters, and
+# 4.1 G multiply-adds per 224x224 forward pass as torchvision's ResNet-50 counts them (4.09 G: the "v1.5"
+# variant, stride 2 in the 3x3 rather than the first 1x1 convolution of a downsampling block; He et al.'s
+# table 1 gives 3.8 G "FLOPs", which are multiply-adds, for the original).
+RESNET50_PARAMS = 25.6e6
+RESNET50_FORWARD_MULTIPLY_ADDS = 4.1e9
 
 
 @dataclass(frozen=True)
@@ -271,6 +285,32 @@ def data_parallel_scaling(gpus, *, compute_1gpu_s: float, gradient_B: float, gpu
                     allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nvlink_Bps),
                     allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nic_Bps))
     return compute, comm
+
+
+def training_flop_per_example(forward_multiply_adds, *, train_over_forward: float = TRAIN_OVER_FORWARD) -> float:
+    """FLOP to train on one example: ``FLOP_PER_MULTIPLY_ADD x train_over_forward x forward_multiply_adds``.
+
+    >>> training_flop_per_example(RESNET50_FORWARD_MULTIPLY_ADDS) / 1e9   # 2 x 3 x 4.1 G
+    24.6
+    """
+    return (FLOP_PER_MULTIPLY_ADD * _positive("train_over_forward", train_over_forward)
+            * _positive("forward_multiply_adds", forward_multiply_adds))
+
+
+def crossover_gpus(gpus, compute_s, comm_s):
+    """The first GPU count in ``gpus`` (ascending) at which ``comm_s`` exceeds ``compute_s``; None if none does.
+
+    >>> crossover_gpus([1, 2, 4], [4.0, 2.0, 1.0], [0.0, 1.5, 1.5])
+    4
+    """
+    g, c, a = (np.asarray(x, dtype=np.float64) for x in (gpus, compute_s, comm_s))
+    if not (g.ndim == 1 and g.shape == c.shape == a.shape):
+        raise ValueError(f"gpus, compute_s and comm_s must be 1-D of one length, got shapes {g.shape}, {c.shape}, "
+                         f"{a.shape}")
+    if np.any(np.diff(g) <= 0):
+        raise ValueError(f"gpus must be strictly ascending, got {g.tolist()}")
+    over = np.flatnonzero(a > c)
+    return int(g[over[0]]) if over.size else None
 
 
 def layout_view(params_B: float = 175.0, tp: int = 8, pp: int = 8, dp: int = 16, microbatches: int = 16):

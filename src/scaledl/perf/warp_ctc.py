@@ -1,12 +1,13 @@
 """warp-ctc's speed claims, from the tables of its README, so a chapter quotes ranges rather than a slogan.
 
-Seed 001's slide says warp-ctc (Baidu's CTC loss) is "100-400X faster than other implementations". The
-project's README (github.com/baidu-research/warp-ctc, README.md, "Performance") is more careful: it times
-two problem sizes (English: T=150 frames, L=40 labels, A=28 characters; Mandarin: T=150, L=20, A=5000) at
-minibatches N = 1 to 128 against Eesen (GPU only) and a Theano implementation, and states: "On the GPU,
-our performance at a minibatch of 64 examples ranges from 7x faster to 155x faster than Eesen, and 46x to 68x
-faster than the Theano implementation." Its CPU table (two Xeon E5-2660 v3, 40 threads) reaches 467x over
-Theano, which did not use more than one thread; at minibatch 1 on the GPU, Eesen is faster than warp-ctc.
+Bryan Catanzaro's slides ("Scaling Deep Learning", Baidu SVAIL, about 2016) say warp-ctc (Baidu's CTC loss) is
+"100-400X faster than other implementations". The project's README (github.com/baidu-research/warp-ctc,
+README.md, "Performance") is more careful: it times two problem sizes (English: T=150 frames, L=40 labels, A=28
+characters; Mandarin: T=150, L=20, A=5000) at minibatches N = 1 to 128 against Eesen (GPU only) and a Theano
+implementation, and states: "On the GPU, our performance at a minibatch of 64 examples ranges from 7x faster to
+155x faster than Eesen, and 46x to 68x faster than the Theano implementation." Its CPU table (two Xeon E5-2660
+v3, 40 threads) reaches 467x over Theano, which did not use more than one thread; at minibatch 1 on the GPU,
+Eesen is faster than warp-ctc.
 
 >>> lo, hi = speedup_range("gpu", "eesen", n=64)
 >>> round(lo, 1), round(hi, 1)
@@ -23,7 +24,9 @@ from __future__ import annotations
 
 README_CITATION = ("baidu-research/warp-ctc, README.md, section Performance (2016): GPU tables on one NVIDIA "
                    "Titan X, CPU tables on 2x Intel E5-2660 v3 with 40 threads")
-SEED_001_CLAIM = (100.0, 400.0)  # Seed 001 slide "warp-ctc": "100-400X faster than other implementations"
+# Catanzaro, "Scaling Deep Learning" (Baidu SVAIL slides, about 2016), slide "warp-ctc": "100-400X faster than
+# other implementations".
+CLAIMED_SPEEDUP_RANGE = (100.0, 400.0)
 PROBLEMS = {"english": "T=150, L=40, A=28", "mandarin": "T=150, L=20, A=5000"}
 BASELINES = ("eesen", "theano")
 
