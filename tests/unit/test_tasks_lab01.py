@@ -20,12 +20,12 @@ def stream_grid(n):
     return max(1, min(MAX_BLOCKS, (n + THREADS - 1) // THREADS)), THREADS
 
 
-def make_copy(stride=True, guard=True):
+def make_copy(stride=True, guard=True, strict=False):
     def make():
         @cuda.jit
         def kernel(dst, src):
             if stride:
-                for i in range(cuda.grid(1), dst.size, cuda.gridsize(1)):
+                for i in range(cuda.grid(1), dst.size - 1 if strict else dst.size, cuda.gridsize(1)):
                     dst[i] = src[i]
             else:  # one element per thread: the tail beyond the grid is never written
                 i = cuda.grid(1)
@@ -100,7 +100,10 @@ def test_judge_accepts_a_correct_answer(grade_id, seed):
 
 @pytest.mark.sim
 @pytest.mark.parametrize("grade_id, name, buggy, message", [
-    ("task_1_1", "make_copy_kernel", make_copy(stride=False), r"Task 1\.1 .*never written"),
+    ("task_1_1", "make_copy_kernel", make_copy(stride=False),  # right below 96 elements, nothing from 96 on
+     r"Task 1\.1 \(copy at size \d+\): elements from index 96 on were never written, while the smaller sizes "
+     r"passed.*needs a grid-stride loop: start at cuda\.grid\(1\) and step by cuda\.gridsize\(1\)"),
+    ("task_1_1", "make_copy_kernel", make_copy(strict=True), r"Task 1\.1 .*never written.*bounds guard is too strict"),
     ("task_1_1", "make_copy_kernel", make_copy(stride=False, guard=False), r"Task 1\.1 .*indexed outside"),
     ("task_1_2", "make_triad_kernel", make_triad(use_s=False), r"Task 1\.2 .*differ; at \(0,\): Yours"),
     ("task_1_3", "make_fma_kernel", make_fma(use_x0=False), r"Task 1\.3 .*differ"),
@@ -191,6 +194,27 @@ def test_copy_judge_is_exact():
     off["dst0_0"][1] = np.nextafter(off["dst0_0"][1], np.float32(np.inf))  # one ulp
     with pytest.raises(AssertionError, match=r"Task 1\.1 \(copy at size \d+\): 1 of \d+ outputs differ; at \(1,\)"):
         task.judge(inputs, off)
+
+
+def test_copy_judge_names_the_grid_stride_loop_only_for_an_unwritten_tail_after_a_passing_size():
+    task, inputs, good = _correct_outputs("task_1_1")
+    n1 = inputs["src1"].size
+
+    def unwritten(case, rows):
+        out = dict(good)
+        for r in range(lab01.RUNS):
+            out[f"dst{case}_{r}"] = buf = good[f"dst{case}_{r}"].copy()
+            buf[rows] = np.nan
+        return out
+
+    with pytest.raises(AssertionError, match=rf"size {n1}\): elements from index 40 on were never written.*"
+                                             r"grid-stride loop"):
+        task.judge(inputs, unwritten(1, slice(40, n1)))
+    for case, rows in ((1, slice(40, n1 - 1)), (1, slice(0, n1)), (0, slice(1, inputs["src0"].size))):
+        with pytest.raises(AssertionError, match="never written") as err:  # a hole, nothing written, or size 1
+            task.judge(inputs, unwritten(case, rows))
+        assert "grid-stride" not in str(err.value), (case, rows)
+    assert lab01.unwritten_tail({"dst1_0": "junk"}, "dst1", n1) is None
 
 
 def test_intensity_judge_turns_hostile_outputs_into_assertion_errors():

@@ -89,6 +89,73 @@ def test_task_1_1_rejects_rounding_half_up_and_no_saturation():
     _rejects("task_1_1", no_sat, r"Task 1\.1: saturation")
 
 
+# (b') the classic bugs get a hint that names them; the right answer and unrelated junk get none
+def _e4m3_bug(*, exponent_floor=-6, rounding=np.rint, below_normal=None, top=448.0):
+    """The solution's recipe with one step changed, as students change it."""
+    def f(x):
+        x = np.asarray(x, np.float32)
+        a = np.abs(x.astype(np.float64))
+        finite = np.isfinite(a)
+        _, e = np.frexp(np.where(finite, a, 0.0))
+        exponent = np.maximum(e - 1, exponent_floor) if exponent_floor is not None else e - 1
+        ulp = np.ldexp(1.0, exponent - 3)
+        q = rounding(a / ulp) * ulp
+        if below_normal is not None:
+            q = np.where(a < 2.0**-6, below_normal, q)
+        q = np.where(finite, np.minimum(q, top), top) if top is not None else np.where(finite, q, a)
+        q = np.where(np.isnan(a), np.nan, q)
+        return np.copysign(q, x).astype(np.float32)
+    return {"e4m3_round": f}
+
+
+@pytest.mark.parametrize("bug, hint", [
+    # subnormals flushed to zero, or clamped at the smallest normal
+    (dict(below_normal=0.0), r"Hint: values below the smallest normal 0\.015625 \(2\^-6\) were flushed to zero"),
+    (dict(below_normal=2.0**-6), r"Hint: values below the smallest normal .* were clamped to it"),
+    # no exponent clamp: subnormals keep 3 mantissa bits they do not have
+    (dict(exponent_floor=None), r"Hint: subnormals came back with more precision than E4M3 has"),
+    # ties: round half away from zero (floor(v + 0.5) on magnitudes), or toward zero
+    (dict(rounding=lambda v: np.floor(v + 0.5)), r"Hint: ties .* were rounded away from zero.*half to even"),
+    (dict(rounding=lambda v: np.ceil(v - 0.5)), r"Hint: ties .* were rounded toward zero"),
+    (dict(rounding=np.floor), r"Hint: values were truncated toward zero"),
+])
+def test_task_1_1_names_the_classic_rounding_bug(bug, hint):
+    _rejects("task_1_1", _e4m3_bug(**bug), r"Task 1\.1: \d+ of \d+ values differ; at .*" + hint)
+
+
+def _beyond_448(value):
+    """The right rounding in range; ``value(x)`` for everything beyond 448."""
+    return {"e4m3_round": lambda x: np.where(np.abs(x) > 448, value(np.asarray(x, np.float32)),
+                                             _round_ref(x)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("ns, hint", [
+    (_beyond_448(lambda x: np.copysign(np.inf, x)), r"overflowed to inf; E4M3 \(float8_e4m3fn\) has no "
+                                                    r"infinity.*saturates .* to \+-448"),
+    (_e4m3_bug(top=None), r"came back beyond 448 \(rounded on, but not saturated\); .*saturates"),
+    (_beyond_448(lambda x: np.full_like(x, np.nan)), r"became NaN \(what a plain cast to float8_e4m3fn gives\)"),
+    (_beyond_448(lambda x: np.full_like(x, 448)), r"the sign was lost"),
+])
+def test_task_1_1_names_the_saturation_bug(ns, hint):
+    _rejects("task_1_1", ns, r"Task 1\.1: saturation of 500, -1e6, inf: Yours .* Hint: (out-of-range values )?" + hint)
+
+
+def test_task_1_1_gives_no_hint_to_the_right_answer_or_to_unrelated_errors():
+    from scaledl.course.tasks.lab03 import rounding_hints, saturation_hint
+
+    task, inp, out = _run("task_1_1", CORRECT["task_1_1"]())
+    want = inp["x"].astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    assert rounding_hints(inp["x"], out["got"], want) == []
+    assert saturation_hint(out["sat"]) == ""
+    # an answer that is wrong for another reason (a scale slip, random noise) is not told a classic bug
+    for wrong in (out["got"] * 1.5, out["got"] + np.random.default_rng(3).normal(size=out["got"].size)):
+        assert rounding_hints(inp["x"], wrong, want) == []
+    off_by_scale = {"e4m3_round": lambda x: (2 * _round_ref(x)).astype(np.float32)}
+    with pytest.raises(AssertionError) as e:
+        task.judge(inp, exchange.roundtrip(task.produce(off_by_scale, inp)))
+    assert "Hint" not in str(e.value)
+
+
 def test_task_1_2_rejects_a_lost_sign_and_a_wrong_nan_code():
     _rejects("task_1_2", _encode_ns("return encode(np.abs(e4m3_round(x)), 'e4m3')"),
              r"Task 1\.2: \d+ of \d+ codes differ")

@@ -25,4 +25,17 @@ def test_bad_input(args, message):
 
 def test_view_draws_one_row_per_block():
     fig = launch_view(100, 32)
-    assert "4 blocks, 28 idle threads" in fig.axes[0].get_title()
+    ax = fig.axes[0]
+    assert "4 blocks" in ax.get_title() and "28 idle threads" in ax.get_title()
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"block {b}" for b in range(4)]
+
+
+@pytest.mark.parametrize("n, tpb", [(100, 32), (2000, 32), (5000, 1024)])
+def test_view_axis_starts_at_thread_0_and_the_title_fits(n, tpb):
+    """A thread index is never negative, so the x axis starts at 0; the title stays inside the figure."""
+    fig = launch_view(n, tpb)
+    ax = fig.axes[0]
+    assert ax.get_xlim() == (0, tpb)
+    renderer = fig.canvas.get_renderer()
+    title, frame = ax.title.get_window_extent(renderer), fig.bbox
+    assert frame.x0 <= title.x0 and title.x1 <= frame.x1 and title.y1 <= frame.y1

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaledl.perf._checks import positive as _positive
+from scaledl.plotting import label_points
 
 # Bytes one element occupies in memory. TF32 is an arithmetic mode: its operands are stored as FP32.
+POINT_MARKER_AREA_PT2 = 40  # the named points' markers in plot_roofline (scatter's s)
+
 BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
 
@@ -130,13 +133,14 @@ def plot_roofline(rooflines, points=(), *, ax=None, title: str | None = None,
         if lo <= ridge <= hi:
             ax.axvline(ridge, color=line.get_color(), ls=":", lw=1)
     first = rooflines[0]
+    xs, ys = [], []
     for p in points:
         y = p.achieved_TFLOPS if p.achieved_TFLOPS is not None else first.attainable_TFLOPS(
             p.intensity_FLOP_per_byte)
         marker = "o" if p.achieved_TFLOPS is not None else "D"
-        ax.scatter([p.intensity_FLOP_per_byte], [y], marker=marker, zorder=3, s=40)
-        ax.annotate(p.label, (p.intensity_FLOP_per_byte, y), textcoords="offset points", xytext=(6, -12),
-                    fontsize=9)
+        ax.scatter([p.intensity_FLOP_per_byte], [y], marker=marker, zorder=3, s=POINT_MARKER_AREA_PT2)
+        xs.append(p.intensity_FLOP_per_byte)
+        ys.append(y)
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("attainable rate (TFLOP/s)")
     ax.set_xlim(lo, hi)
@@ -145,6 +149,8 @@ def plot_roofline(rooflines, points=(), *, ax=None, title: str | None = None,
     if title:
         ax.set_title(title)
     fig.tight_layout()
+    # Placed last, on the final layout: clear of each other, the markers, the legend and (where it can) the roofs.
+    label_points(ax, xs, ys, [p.label for p in points], sizes=POINT_MARKER_AREA_PT2, fontsize=9)
     return fig
 
 

@@ -29,19 +29,22 @@ def launch_view(n: int = 100, threads_per_block: int = 32):
 
     g = launch_geometry(n, threads_per_block)
     shown_blocks = min(g["blocks"], 12)
-    fig, ax = plt.subplots(figsize=(8, 0.45 * shown_blocks + 1.2))
+    fig, ax = plt.subplots(figsize=(8, 0.45 * shown_blocks + 1.5))
+    names = []
     for b in range(shown_blocks):
         block = g["blocks"] - shown_blocks + b  # show the last blocks: that is where the tail is
         busy = min(threads_per_block, n - block * threads_per_block)
         ax.add_patch(Rectangle((0, b), busy, 0.8, color="tab:blue"))
         ax.add_patch(Rectangle((busy, b), threads_per_block - busy, 0.8, fill=False, hatch="///",
                                edgecolor="tab:red"))
-        ax.text(-0.5, b + 0.4, f"block {block}", ha="right", va="center", fontsize=8)
-    ax.set_xlim(-0.2 * threads_per_block, threads_per_block)
+        names.append(f"block {block}")
+    # A thread index is never negative: the axis starts at 0, and the block names are the y tick labels.
+    ax.set_xlim(0, threads_per_block)
     ax.set_ylim(-0.2, shown_blocks)
-    ax.set_yticks([])
+    ax.set_yticks([b + 0.4 for b in range(shown_blocks)], names, fontsize=8)
+    ax.tick_params(axis="y", length=0)
     ax.set_xlabel("thread index within the block (threadIdx.x)")
-    ax.set_title(f"n = {n}, {threads_per_block} threads per block: {g['blocks']} blocks, "
-                 f"{g['idle_threads']} idle threads (hatched) must skip the work: the bounds guard")
+    ax.set_title(f"n = {n}, {threads_per_block} threads per block: {g['blocks']} blocks\n"
+                 f"{g['idle_threads']} idle threads (hatched) must skip the work: the bounds guard", fontsize=11)
     fig.tight_layout()
     return fig
