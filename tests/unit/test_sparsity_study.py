@@ -52,3 +52,16 @@ def test_pruning_view_returns_a_figure_naming_the_savings():
         assert any("Multiplies saved" in t for t in titles)
     finally:
         plt.close(fig)
+
+
+def test_sweep_progress_bar_ticks_once_per_row_and_changes_nothing(capsys):
+    args = ("mlp", [0.5])
+    kw = dict(seeds=(0,), criteria=("magnitude",), retrain_steps=10)
+    quiet = study.sparsity_sweep(*args, **kw)
+    assert capsys.readouterr().err == ""  # off by default: nothing a notebook would store
+    loud = study.sparsity_sweep(*args, **kw, progress=True)
+    assert loud == quiet
+    err = capsys.readouterr().err  # outside a notebook tqdm.auto is the console bar, on stderr
+    assert "mlp sweep" in err and f"{len(quiet)}/{len(quiet)}" in err and len(quiet) == 3
+    with pytest.raises(TypeError, match="progress: expected True or False, got 'yes'"):
+        study.sparsity_sweep(*args, **kw, progress="yes")

@@ -69,24 +69,46 @@ def prune_once(model, data, sparsity, *, criterion: str = "magnitude", retrain_s
 
 
 def sparsity_sweep(network: str, sparsities, *, seeds=(0, 1, 2), criteria=("magnitude", "obd", "random"),
-                   retrain_steps: int = RETRAIN_STEPS) -> list[dict]:
+                   retrain_steps: int = RETRAIN_STEPS, progress: bool = False) -> list[dict]:
     """Test accuracy of ``network`` pruned one-shot, layer-wise, to each sparsity, by each criterion, with
     and without retraining, for each seed. One dict per run: network, seed, criterion, sparsity, retrained,
-    accuracy (sparsity 0 rows are the dense baselines)."""
+    accuracy (sparsity 0 rows are the dense baselines).
+
+    ``progress=True`` shows a ``tqdm.auto`` bar, one tick per row (a dense baseline or a pruned copy); it
+    changes no result. Off by default: a bar's timings differ from run to run, so a notebook that shows one
+    keeps it in a cell of its own and prints the results in the next.
+    """
     _check_network(network)
     sparsities = [check_sparsity(s) for s in sparsities]
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress: expected True or False, got {progress!r}")
+    seeds, criteria = tuple(seeds), tuple(criteria)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        total = len(seeds) * (1 + 2 * len(criteria) * len(sparsities))
+        bar = tqdm(total=total, desc=f"{network} sweep", unit="run")
     rows = []
-    for seed in seeds:
-        base, data = trained_network(network, seed)
-        dense = evaluate(base, data.x_test, data.y_test)[1]
-        rows.append(dict(network=network, seed=seed, criterion="dense", sparsity=0.0, retrained=False,
-                         accuracy=dense))
-        for criterion in criteria:
-            for s in sparsities:
-                for steps in (0, retrain_steps):
-                    acc = prune_once(base.copy(), data, s, criterion=criterion, retrain_steps=steps, seed=seed)
-                    rows.append(dict(network=network, seed=seed, criterion=criterion, sparsity=s,
-                                     retrained=bool(steps), accuracy=acc))
+    try:
+        for seed in seeds:
+            base, data = trained_network(network, seed)
+            dense = evaluate(base, data.x_test, data.y_test)[1]
+            rows.append(dict(network=network, seed=seed, criterion="dense", sparsity=0.0, retrained=False,
+                             accuracy=dense))
+            if bar is not None:
+                bar.update()
+            for criterion in criteria:
+                for s in sparsities:
+                    for steps in (0, retrain_steps):
+                        acc = prune_once(base.copy(), data, s, criterion=criterion, retrain_steps=steps, seed=seed)
+                        rows.append(dict(network=network, seed=seed, criterion=criterion, sparsity=s,
+                                         retrained=bool(steps), accuracy=acc))
+                        if bar is not None:
+                            bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
     return rows
 
 

@@ -12,7 +12,7 @@
   ternarise the weights. Each worker sends its own scaler here; the paper's scaler sharing across workers
   (one more max-all-reduce) is not modelled.
 - QSGD (Alistarh, Grubic, Li, Tomioka and Vojnovic, "QSGD: Communication-Efficient SGD via Gradient
-  Quantization and Random Encoding", NeurIPS 2017): Q_s(v_i) = |v|_2 sgn(v_i) xi_i, xi_i = (l + 1)/s with
+  Quantization and Encoding", NeurIPS 2017): Q_s(v_i) = |v|_2 sgn(v_i) xi_i, xi_i = (l + 1)/s with
   probability s|v_i|/|v|_2 - l, else l/s; unbiased. Encoded with a fixed width (a sign bit and
   ceil(lg(s + 1)) level bits), not the paper's Elias code.
 - Stochastic rounding (Gupta, Agrawal, Gopalakrishnan and Narayanan, "Deep Learning with Limited Numerical
@@ -92,11 +92,19 @@ class TernGrad(Compressor):
                              f"got {clip_sigmas!r}")
         self.clip_sigmas = clip_sigmas
 
-    def _compress(self, g, key):
-        g64 = g.astype(np.float64)
-        if self.clip_sigmas is not None and g.size:
+    def clipped(self, g) -> np.ndarray:
+        """What is ternarised: ``g`` in float64, clipped to ``clip_sigmas`` standard deviations if set.
+
+        TernGrad is unbiased for this array, so its mean over many messages is ``clipped(g)``, not ``g``.
+        """
+        g64 = np.asarray(g).astype(np.float64)
+        if self.clip_sigmas is not None and g64.size:
             limit = self.clip_sigmas * g64.std()
             g64 = np.clip(g64, -limit, limit)
+        return g64
+
+    def _compress(self, g, key):
+        g64 = self.clipped(g)
         s = float(np.abs(g64).max()) if g.size else 0.0
         s32 = _f32_up(s)
         if s32 == 0:
