@@ -7,6 +7,7 @@
     scaledl book html [--out DIR]   a static HTML copy of the book
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
     scaledl book readme             rewrite the README's table of chapters and labs from book.toml
+    scaledl book journey [--write] [NAME...]  each notebook's opening and "where next" cells, folded answers
     scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
     scaledl course grade DIR --lab L grade a folder of submitted lab notebooks (hidden tests, CSV, feedback)
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
@@ -83,7 +84,7 @@ def doctor(out=sys.stdout) -> int:
     if versions["toolkit"] is not None:
         lines.append(f"cuda wheels  {versions['toolkit']} (libNVVM {versions['nvvm'] or 'missing'}, "
                      f"nvJitLink {versions['nvjitlink'] or 'missing'})")
-    found = drift.check(**versions)
+    found = drift.out_of_range() + drift.check(**versions)
     missing = [p for p in ("numpy", "numba", "numba-cuda", "ipywidgets", "matplotlib") if _version(p) is None]
     ok, smoke = smoke_test() if not missing else (False, "skipped: packages missing")
     lines.append(f"smoke test   {'ok' if ok else 'FAILED'}: {smoke}")
@@ -147,6 +148,22 @@ def _book_command(args) -> int:
 
         print("README.md updated from book.toml" if update_readme(book) else "README.md already up to date")
         return 0
+    if args.book_command == "journey":
+        from scaledl.book import journey
+
+        if not book.journey:
+            raise ValueError("book.toml gives no entry a 'teaches' field: there is no journey to write")
+        entries = [book.resolve(n) for n in args.names] or [e for e in book.entries if e.validated]
+        if not args.write:
+            import nbformat
+
+            found = [p for e in entries for p in journey.problems(
+                nbformat.read(book.path(e.executed_file), as_version=4), book, e)]
+            print("\n".join(found) if found else f"{len(entries)} notebook(s) in step with book.toml")
+            return 1 if found else 0
+        written = [f for e in entries for f in journey.write(book, e)]
+        print("\n".join(f"updated {f}" for f in written) if written else "nothing to change")
+        return 0
     if args.book_command == "set-repository":
         from scaledl.book.repository import set_repository
 
@@ -193,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     html = bsub.add_parser("html", help="a static HTML copy of the book")
     html.add_argument("--out", default="_build/html")
     bsub.add_parser("readme", help="rewrite README.md's table of chapters and labs (with statuses) from book.toml")
+    jr = bsub.add_parser("journey", help="each notebook's opening (book-intro) and closing (book-nav) cells "
+                                         "from book.toml, and folded answer keys: report, or --write them")
+    jr.add_argument("names", nargs="*", help="chapter or lab ids (01, lab02); none: every written notebook")
+    jr.add_argument("--write", action="store_true", help="update the notebooks (markdown cells only; a lab's "
+                                                        "student copy is remade unless it holds student work)")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
     course = sub.add_parser("course", help="run a course: release the student bundle, grade submitted labs")

@@ -157,3 +157,25 @@ def explain(error: BaseException | str, driver: str | None = None, toolkit: str 
                      "major.minor>.*'), or install nvJitLink at least as new as libNVVM so numba-cuda links the "
                      "PTX itself (minor version compatibility); `scaledl doctor` prints both versions")
     return None
+
+
+def out_of_range(dist: str = "scaledl") -> list[Drift]:
+    """Runtime dependencies of ``dist`` installed at a version outside its declared range (a hosted image's
+    package that ``pip install --no-deps``, or a later install, left behind), each with the command to fix it."""
+    from packaging.requirements import Requirement
+
+    found = []
+    for text in importlib.metadata.requires(dist) or []:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue  # an extra's requirement
+        have = installed((req.name,))
+        if have is None:
+            found.append(Drift("missing", f"{req.name} is not installed but the book needs {req}",
+                               f"pip install '{req}'"))
+        elif not req.specifier.contains(have, prereleases=True):
+            found.append(Drift("out-of-range", f"{req.name} {have} is installed but the book is tested with "
+                                               f"{req.name}{req.specifier}",
+                               f"pip install '{req}', then restart the kernel (Runtime > Restart session on "
+                               f"Colab) so the new version is the one imported"))
+    return found

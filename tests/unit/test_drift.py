@@ -74,6 +74,7 @@ def test_doctor_prints_the_cause_and_the_fix(monkeypatch):
     monkeypatch.setattr(device, "cuda", lambda: (_ for _ in ()).throw(RuntimeError("no runtime in this test")))
     versions = {drift.TOOLKIT_DISTS: "13.0.2", drift.NVJITLINK_DISTS: "13.0.88", drift.NVVM_DISTS: "13.0.88"}
     monkeypatch.setattr(drift, "installed", lambda dists: versions[dists])
+    monkeypatch.setattr(drift, "out_of_range", lambda: [])
     monkeypatch.setattr(cli, "smoke_test", lambda: (False, f"kernel launch failed: {PTX_ERROR}"))
     out = io.StringIO()
     assert cli.doctor(out) == 1
@@ -82,3 +83,14 @@ def test_doctor_prints_the_cause_and_the_fix(monkeypatch):
     drift_lines = [line for line in text.splitlines() if line.startswith("drift")]
     assert len(drift_lines) == 1 and "CUDA 12.4" in drift_lines[0]
     assert "scaledl[cu12]" in text and "FAILED" in text
+
+
+def test_a_package_outside_the_books_range_is_named_with_its_fix(monkeypatch):
+    assert drift.out_of_range() == []   # this environment was installed by pip from pyproject.toml
+    real = drift.installed
+    monkeypatch.setattr(drift, "installed", lambda dists: "7.6.5" if dists == ("ipywidgets",) else real(dists))
+    [x] = drift.out_of_range()
+    assert x.kind == "out-of-range" and "ipywidgets 7.6.5" in x.cause and "ipywidgets>=7.7" in x.fix
+    monkeypatch.setattr(drift, "installed", lambda dists: None if dists == ("tqdm",) else real(dists))
+    [y] = drift.out_of_range()
+    assert y.kind == "missing" and "tqdm" in y.cause

@@ -87,10 +87,11 @@ def round_to_tf32(x) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float32)
     bits = x.view(np.uint32).astype(np.uint64)
-    drop = 23 - TF32_MANTISSA_BITS
+    # Every operand a uint64: NumPy 1.x promotes uint64 with a Python int to float64 (no shifts on floats).
+    drop, one = np.uint64(23 - TF32_MANTISSA_BITS), np.uint64(1)
     finite = np.isfinite(x)
-    lsb = (bits >> drop) & 1
-    rounded = ((bits + (1 << (drop - 1)) - 1 + lsb) >> drop) << drop
+    lsb = (bits >> drop) & one
+    rounded = ((bits + (one << (drop - one)) - one + lsb) >> drop) << drop
     out = np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
     return out.reshape(x.shape)
 

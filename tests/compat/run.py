@@ -1,0 +1,158 @@
+"""`make test-compat`: the book on the oldest dependencies it allows, and on a hosted image's own packages.
+
+Two fresh virtual environments under ``.venv-compat/`` (kept between runs; pip's cache makes a rerun quick):
+
+``lowest``
+    every runtime dependency at its floor (``compat/lowest.txt``, equal to pyproject.toml's floors; a unit test
+    keeps them equal), then the unit and simulator tiers and three notebooks under nbval.
+``hosted``
+    the packages Google Colab's GPU image preinstalls (``compat/colab-gpu-*.txt``, dated), then the book's wheel
+    installed as a notebook's setup cell does (``pip install <the package>``, no constraints). The install must
+    add packages only: an image package it upgrades or downgrades fails the run, naming it. Then chapters 00
+    and 04 and lab 02 run on the simulator under nbval with the image's IPython, ipykernel and ipywidgets.
+
+Usage: ``python tests/compat/run.py [lowest|hosted|all]``; ``colab-pins FREEZE`` regenerates the pin file from a
+``pip-freeze.gpu.txt`` of googlecolab/backend-info.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENVS = ROOT / ".venv-compat"
+LOWEST = ROOT / "compat" / "lowest.txt"
+NOTEBOOKS = ["chapters/00_getting_started.ipynb", "chapters/04_writing_gemm_kernels.ipynb",
+             "labs/solutions/lab02_tiled_gemm.ipynb"]
+NBVAL = ["--nbval", "--nbval-sanitize-with", "tests/notebooks/sanitize.cfg", "--nbval-cell-timeout", "900"]
+# Test tools, newest: they are not the book's runtime. ipykernel/nbclient/nbformat come at the lab extra's floors.
+TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3.5", "nbval>=0.11", "hypothesis>=6.100", "ipykernel==6.29.0",
+              "nbclient==0.10.0", "nbformat==5.10.0"]
+PIP = ["-m", "pip", "--disable-pip-version-check", "--quiet"]
+
+
+def colab_file() -> Path:
+    found = sorted((ROOT / "compat").glob("colab-gpu-*.txt"))
+    if not found:
+        raise SystemExit("compat/: no colab-gpu-YYYY-MM-DD.txt pin file")
+    return found[-1]
+
+
+def pins(path: Path) -> dict[str, str]:
+    """``name==version`` lines of a requirements file, by normalised name."""
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            out[re.sub(r"[-_.]+", "-", name).lower()] = version.strip()
+    return out
+
+
+def run(cmd: list, **kw) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], check=True, cwd=kw.pop("cwd", ROOT), **kw)
+
+
+def venv(name: str) -> Path:
+    """A fresh virtual environment ``.venv-compat/<name>``; returns its python."""
+    path = VENVS / name
+    if path.exists():
+        subprocess.run(["rm", "-rf", str(path)], check=True)
+    run([sys.executable, "-m", "venv", path])
+    return path / "bin" / "python"
+
+
+def freeze(py: Path) -> dict[str, str]:
+    text = subprocess.run([str(py), "-m", "pip", "freeze", "--disable-pip-version-check"], check=True,
+                          capture_output=True, text=True).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(text)
+    try:
+        return pins(Path(f.name))
+    finally:
+        os.unlink(f.name)
+
+
+def pytest_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    return env | {"SCALEDL_BACKEND": "simulator", "SCALEDL_QUIET": "1"}
+
+
+def check_versions(py: Path, wanted: dict[str, str]) -> None:
+    got = freeze(py)
+    wrong = {n: (v, got.get(n)) for n, v in wanted.items() if got.get(n) != v}
+    if wrong:
+        raise SystemExit("installed versions differ from the pins: " +
+                         ", ".join(f"{n} {g} (wanted {v})" for n, (v, g) in wrong.items()))
+
+
+def lowest() -> None:
+    py = venv("lowest")
+    run([py, *PIP, "install", "-c", LOWEST, "-e", ".", *TEST_TOOLS])
+    check_versions(py, pins(LOWEST))
+    run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist", "loadfile",
+         "tests/unit", "tests/sim", *NOTEBOOKS, *NBVAL], env=pytest_env())
+
+
+def hosted() -> None:
+    image = pins(colab_file())
+    py = venv("hosted")
+    run([py, *PIP, "install", "-c", colab_file(), *image])
+    before = freeze(py)
+    with tempfile.TemporaryDirectory() as wheels:
+        run([py, *PIP, "wheel", "--no-deps", "-w", wheels, "."])
+        # what the setup cell does: `%pip install "scaledl @ git+<repository>"`, here from the built wheel
+        run([py, *PIP, "install", *Path(wheels).glob("scaledl-*.whl")])
+    after = freeze(py)
+    changed = {n: (v, after.get(n)) for n, v in before.items() if after.get(n) != v}
+    if changed:
+        raise SystemExit("installing the book changed the image's packages: " +
+                         ", ".join(f"{n} {v} -> {a or 'removed'}" for n, (v, a) in changed.items()) +
+                         "; widen pyproject.toml's range where the image's version works, or say in the setup "
+                         "cell what to do")
+    print(f"the book's install added {sorted(set(after) - set(before))} and changed none of the image's "
+          f"{len(before)} packages", flush=True)
+    run([py, *PIP, "install", "pytest>=8", "nbval>=0.11"])
+    # the notebooks import the installed wheel, not src/: run from a copy of the tree without src/
+    with tempfile.TemporaryDirectory() as tree:
+        for rel in [*NOTEBOOKS, "tests/notebooks/sanitize.cfg"]:
+            dest = Path(tree) / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes((ROOT / rel).read_bytes())
+        run([py, "-c", "import scaledl, sys; assert 'site-packages' in scaledl.__file__, scaledl.__file__"],
+            cwd=tree)
+        run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *NOTEBOOKS, *NBVAL], env=pytest_env(), cwd=tree)
+
+
+def colab_pins(freeze_file: str) -> None:
+    """Print the pin file's body: the freeze restricted to what `hosted` installs (run after a `hosted` run)."""
+    full = pins(Path(freeze_file))
+    have = freeze(VENVS / "hosted" / "bin" / "python")
+    for name in sorted(have):
+        if name in full and name != "scaledl":
+            print(f"{name}=={full[name]}")
+
+
+def main(argv: list[str]) -> int:
+    what = argv[0] if argv else "all"
+    if what == "colab-pins":
+        colab_pins(argv[1])
+        return 0
+    if what not in ("lowest", "hosted", "all"):
+        raise SystemExit(f"what: expected lowest, hosted, all or colab-pins, got {what!r}")
+    for step in (["lowest", "hosted"] if what == "all" else [what]):
+        start = time.monotonic()
+        globals()[step]()
+        print(f"test-compat {step}: passed in {time.monotonic() - start:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
