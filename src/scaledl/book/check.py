@@ -149,6 +149,9 @@ def check_book(book: Book) -> list[str]:
             listed.add(e.solution)
         problems += check_entry(book, e)
     problems += check_readme(book)
+    from scaledl.book.journey import check_journey
+
+    problems += check_journey(book)  # opening and "where next" cells, folded answers (book.toml's journey)
     for rel in notebooks_on_disk(book.root):
         if rel not in listed:
             problems.append(f"{rel}: on disk but not in book.toml (add it, with status 'draft' if unfinished)")

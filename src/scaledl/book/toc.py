@@ -27,6 +27,12 @@ class Entry:
     sim_budget_s: float = 60.0
     solution: str | None = None  # labs only
     trains: bool = False  # trains networks: re-executed as another CPU would (tests/notebooks/test_emulated_cpu.py)
+    # The reader's journey (scaledl.book.journey makes each notebook's opening and closing cells from these):
+    teaches: str | None = None  # one sentence: what the reader learns
+    assumes: tuple[str, ...] = ()  # ids of earlier entries the notebook builds on
+    cpu_minutes: int | None = None  # measured whole-notebook time on the simulator backend, rounded up
+    gpu_minutes: float | None = None  # measured on a GPU; None: not measured yet
+    practises: tuple[str, ...] = ()  # labs only: the chapters it practises (default: every chapter of its part)
 
     @property
     def executed_file(self) -> str:
@@ -47,6 +53,12 @@ class Book:
     repository: str
     parts: tuple[tuple[str, str], ...]  # (id, title)
     entries: tuple[Entry, ...] = field(default=())
+
+    @property
+    def journey(self) -> bool:
+        """True when book.toml describes the reader's journey (entries carry ``teaches``): then every written
+        notebook opens with a ``book-intro`` cell and ends with a ``book-nav`` cell (scaledl.book.journey)."""
+        return any(e.teaches is not None for e in self.entries)
 
     def path(self, relative: str) -> Path:
         return self.root / relative
@@ -104,6 +116,64 @@ def _require(table: dict, key: str, typ, where: str):
     return value
 
 
+def _id_list(raw: dict, key: str, where: str) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"book.toml: {where} {key} = {value!r}; expected a list of entry ids such as [\"03\", "
+                         f"\"lab01\"]")
+    return tuple(value)
+
+
+def _journey_fields(raw: dict, kind: str, where: str) -> dict:
+    """The reader's-journey fields of one entry, type-checked (cross-references are checked later)."""
+    fields: dict = {"assumes": _id_list(raw, "assumes", where)}
+    if "practises" in raw:
+        if kind != "lab":
+            raise ValueError(f"book.toml: {where} has 'practises', which only a lab may have (the chapters it "
+                             f"practises)")
+        fields["practises"] = _id_list(raw, "practises", where)
+    if "teaches" in raw:
+        teaches = raw["teaches"]
+        if not isinstance(teaches, str) or not teaches.strip() or not teaches.rstrip().endswith("."):
+            raise ValueError(f"book.toml: {where} teaches = {teaches!r}; expected one sentence, ending with '.'")
+        fields["teaches"] = " ".join(teaches.split())
+    for key, typ in (("cpu_minutes", int), ("gpu_minutes", (int, float))):
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, typ) or value <= 0:
+                what = "a whole number of minutes > 0 (measured, rounded up)" if key == "cpu_minutes" else \
+                    "minutes > 0 (measured on a GPU; leave it out until measured)"
+                raise ValueError(f"book.toml: {where} {key} = {value!r}; expected {what}")
+            fields[key] = value
+    return fields
+
+
+def _check_journey(entries: list[Entry]) -> None:
+    """Cross-checks of the journey fields: ids exist, point backwards, and, once any entry says what it
+    teaches, every written entry does and has its CPU time."""
+    order = {e.id: i for i, e in enumerate(entries)}
+    kinds = {e.id: e.kind for e in entries}
+    journey = any(e.teaches is not None for e in entries)
+    for i, e in enumerate(entries):
+        where = f"{e.kind} {e.id}"
+        for key in ("assumes", "practises"):
+            for ref in getattr(e, key):
+                if ref not in order:
+                    raise ValueError(f"book.toml: {where} {key} {ref!r}, which is no entry's id "
+                                     f"(known: {', '.join(order)})")
+                if order[ref] >= i:
+                    raise ValueError(f"book.toml: {where} {key} {ref!r}, which comes at or after it in reading "
+                                     f"order; list only earlier entries")
+                if key == "practises" and kinds[ref] != "chapter":
+                    raise ValueError(f"book.toml: {where} practises {ref!r}, which is a lab; expected chapter ids")
+        if journey and e.validated:
+            for key in ("teaches", "cpu_minutes"):
+                if getattr(e, key) is None:
+                    raise ValueError(f"book.toml: {where} has no {key!r}; once any entry has 'teaches', every "
+                                     f"written entry needs 'teaches' and 'cpu_minutes' (its opening cell is "
+                                     f"made from them)")
+
+
 def load(root: Path | None = None) -> Book:
     """Parse and validate ``book.toml``.
 
@@ -136,7 +206,9 @@ def load(root: Path | None = None) -> Book:
                     title=_require(raw, "title", str, where), status=status, part=pid,
                     seeds=tuple(raw.get("seeds", [])), gpu=bool(raw.get("gpu", False)),
                     sim_budget_s=float(budget), solution=solution, trains=bool(raw.get("trains", False)),
+                    **_journey_fields(raw, kind, where),
                 ))
+    _check_journey(entries)
     seen: dict[str, str] = {}
     for e in entries:
         for name in (e.id, e.file, *( [e.solution] if e.solution else [])):

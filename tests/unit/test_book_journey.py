@@ -1,0 +1,243 @@
+"""The reader's journey: opening and "where next" cells made from book.toml, folded answers, kept in step by
+`scaledl book check` and written idempotently by `scaledl book journey --write`."""
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from scaledl.book import journey, load, nbfile
+from scaledl.book.check import check_book
+from scaledl.labs.release import student_version
+
+CH1, CH2, CH3 = "chapters/01_one.ipynb", "chapters/02_two.ipynb", "chapters/03_three.ipynb"
+LAB, LAB_SOL = "labs/lab01_x.ipynb", "labs/solutions/lab01_x.ipynb"
+
+
+def _journey(teaches, assumes=(), cpu=1, **more):
+    return {"teaches": teaches, "assumes": list(assumes), "cpu_minutes": cpu, **more}
+
+
+@pytest.fixture
+def book_root(write_book):
+    """Three chapters and a lab that practises chapter 02, in one part (so the lab comes after chapter 03 in
+    reading order), all written and executed, journey fields in book.toml."""
+
+    def make(two_title="Two", lab_extra=None, ch1_extra=None):
+        root = write_book(
+            write_book.chapter("01", CH1, status="done", title="One", **_journey("Ones.", **(ch1_extra or {}))),
+            write_book.chapter("02", CH2, status="done", title=two_title, **_journey("Twos.", ["01"], cpu=3)),
+            write_book.lab("lab01", LAB, LAB_SOL, status="done", title="Lab 1: X",
+                           **_journey("Labs.", ["02"], practises=["02"], **(lab_extra or {}))),
+            write_book.chapter("03", CH3, status="done", title="Three", **_journey("Threes.", ["01", "02"])))
+        for rel, title in ((CH1, "# 01 One"), (CH2, "# 02 Two"), (CH3, "# 03 Three"), (LAB_SOL, "# Lab 1: X")):
+            nbfile.write(executed(title, solution=rel == LAB_SOL), root / rel)
+        nbfile.write(student_version(nbformat.read(root / LAB_SOL, as_version=4)), root / LAB)
+        return root
+
+    return make
+
+
+def executed(title, solution=False):
+    nb = new_notebook(metadata={"kernelspec": nbfile.KERNELSPEC})
+    nb.cells.append(new_markdown_cell(title))
+    code = "x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION\nprint(x)" if solution else "print(2)"
+    cell = new_code_cell(code, execution_count=1)
+    cell.outputs = [new_output("stream", name="stdout", text="2\n")]
+    nb.cells.append(cell)
+    nb.cells.append(new_markdown_cell("**Exercise 1.** Why 2?"))
+    nb.cells.append(new_markdown_cell("**Answer.** Because.", metadata={"tags": ["answer-key"]}))
+    return nb
+
+
+def write_all(root):
+    book = load(root)
+    return [f for e in book.entries for f in journey.write(book, e)]
+
+
+def test_unapplied_book_reports_every_cell_and_the_fix(book_root):
+    problems = check_book(load(book_root()))
+    for rel in (CH1, CH2, CH3, LAB_SOL):
+        assert f"{rel}: no 'book-intro' cell after the title (cell 1); run `scaledl book journey --write" in \
+            "\n".join(problems)
+        assert any(p.startswith(f"{rel}: no 'book-nav' cell as the last cell") for p in problems)
+    assert f"{CH2}: cell 3 is tagged 'answer-key' but not folded in <details>; run `scaledl book journey " \
+           f"--write 02`" in problems
+    assert not any(p.startswith(LAB_SOL) and "folded" in p for p in problems)  # labs' answer keys stay as they are
+
+
+def test_write_makes_the_book_clean_and_a_second_run_changes_no_byte(book_root):
+    root = book_root()
+    assert sorted(write_all(root)) == sorted([CH1, CH2, CH3, LAB_SOL, LAB])
+    assert check_book(load(root)) == []
+    before = {rel: (root / rel).read_bytes() for rel in (CH1, CH2, CH3, LAB_SOL, LAB)}
+    assert write_all(root) == []
+    assert {rel: (root / rel).read_bytes() for rel in before} == before
+
+
+def test_generated_cells_sit_after_the_title_and_at_the_end_and_code_is_untouched(book_root):
+    root = book_root()
+    original = nbformat.read(root / CH2, as_version=4)
+    write_all(root)
+    nb = nbformat.read(root / CH2, as_version=4)
+    assert [c.metadata.get("tags", []) for c in nb.cells] == [[], ["book-intro"], [], [], ["answer-key"],
+                                                               ["book-nav"]]
+    assert nb.cells[2] == original.cells[1]  # the code cell, its outputs and execution count
+    assert nb.cells[1].id == "book-intro-02" and nb.cells[-1].id == "book-nav-02"
+
+
+def test_links_are_relative_to_the_notebook_a_reader_opens(book_root):
+    root = book_root()
+    book = load(root)
+    two, lab = book.resolve("02"), book.resolve("lab01")
+    nav = journey.nav_source(book, two)
+    assert "* Previous chapter: [01 One](01_one.ipynb)" in nav
+    assert "* Next chapter: [03 Three](03_three.ipynb)" in nav
+    assert "* The lab that practises this chapter: [Lab 1: X](../labs/lab01_x.ipynb)" in nav
+    assert "Next in reading order" not in nav  # that is chapter 03
+    lab_nav = journey.nav_source(book, lab)
+    assert "* Back to the chapter this lab practises: [02 Two](../chapters/02_two.ipynb)" in lab_nav
+    assert "* This is the book's last lab: you have reached the end of the book." in lab_nav
+    last = journey.nav_source(book, book.resolve("03"))
+    assert "This is the book's last chapter." in last and "practises" not in last
+    assert "* Next in reading order: [Lab 1: X](../labs/lab01_x.ipynb)" in last
+    intro = journey.intro_source(book, book.resolve("03"))
+    assert "**What you will learn.** Threes." in intro
+    assert "Read first: [01 One](01_one.ipynb), [02 Two](02_two.ipynb)." in intro
+    assert "About 1 min on a 2-core CPU" in intro
+    assert "on a GPU its time is not measured yet (`scaledl validate --only 03`" in intro
+
+
+def test_generated_cells_do_not_make_two_labs_look_alike(book_root):
+    # The grader identifies a submission by its cell ids and markdown first lines: none of them is shared.
+    from scaledl.course.integrity import fingerprint
+
+    root = book_root()
+    write_all(root)
+    marks = [fingerprint(nbformat.read(root / rel, as_version=4)) for rel in (CH1, CH2, CH3, LAB_SOL)]
+    generated = [{m for m in f if "book-" in m or "Where next" in m or "What you will" in m} for f in marks]
+    assert all(len(g) == 4 for g in generated)  # two ids, two first lines per notebook
+    assert not set.intersection(*generated[:2]) and not generated[2] & generated[3]
+
+
+def test_first_chapter_explains_the_two_paths(book_root):
+    book = load(book_root())
+    nav = journey.nav_source(book, book.resolve("01"))
+    assert "Previous chapter" not in nav and "* Next chapter: [02 Two](02_two.ipynb)" in nav
+    assert "**Read it in order.**" in nav and "**Jump to a part.**" in nav
+    assert "  * Part I, P: start at [02 Two](02_two.ipynb)" in nav
+
+
+def test_measured_gpu_time_is_shown(book_root):
+    book = load(book_root(ch1_extra={"gpu_minutes": 0.5}))
+    assert "; about 0.5 min on a GPU." in journey.intro_source(book, book.resolve("01"))
+
+
+def test_renaming_a_chapter_makes_the_neighbours_nav_stale(book_root, tmp_path):
+    root = book_root()
+    write_all(root)
+    toml = (root / "book.toml").read_text()
+    (root / "book.toml").write_text(toml.replace('title = "Two"', 'title = "Deux"'))
+    problems = check_book(load(root))
+    # 01's and 03's nav link to 02, the lab's goes back to it, 03's intro assumes it, 02's intro is unchanged
+    assert f"{CH1}: cell 5 ('book-nav') is out of date with book.toml; run `scaledl book journey --write 01`" \
+        in problems
+    assert any(p.startswith(f"{CH3}: cell 1 ('book-intro') is out of date") for p in problems)
+    assert any(p.startswith(f"{LAB_SOL}: cell") and "'book-nav'" in p for p in problems)
+    assert not any(p.startswith(f"{CH2}: cell 1") for p in problems)
+    write_all(root)
+    assert check_book(load(root)) == []
+    assert "[02 Deux](02_two.ipynb)" in nbformat.read(root / CH1, as_version=4).cells[-1].source
+
+
+def test_a_cell_added_after_the_nav_is_caught_and_the_nav_moved_back_to_the_end(book_root):
+    root = book_root()
+    write_all(root)
+    nb = nbformat.read(root / CH1, as_version=4)
+    nb.cells.append(new_markdown_cell("A late note."))
+    nbfile.write(nb, root / CH1)
+    assert f"{CH1}: cell 5 is tagged 'book-nav' but belongs as the last cell, once; run `scaledl book journey " \
+           f"--write 01`" in check_book(load(root))
+    journey.write(load(root), load(root).resolve("01"))
+    nb = nbformat.read(root / CH1, as_version=4)
+    assert nb.cells[-2].source == "A late note." and nb.cells[-1].metadata.tags == ["book-nav"]
+    assert check_book(load(root)) == []
+
+
+def test_unfolded_answer_and_missing_intro_are_caught(book_root):
+    root = book_root()
+    write_all(root)
+    nb = nbformat.read(root / CH2, as_version=4)
+    del nb.cells[1]  # the intro
+    nb.cells[3].source = "**Answer.** Unfolded again."
+    nbfile.write(nb, root / CH2)
+    problems = check_book(load(root))
+    assert f"{CH2}: no 'book-intro' cell after the title (cell 1); run `scaledl book journey --write 02`" in problems
+    assert f"{CH2}: cell 3 is tagged 'answer-key' but not folded in <details>; run `scaledl book journey " \
+           f"--write 02`" in problems
+
+
+def test_fold_keeps_the_markdown_renderable_and_is_idempotent():
+    folded = journey.fold("*Answer.* The ring costs `2 (p-1) alpha`.\n\n* one\n* two")
+    assert folded == ("<details>\n<summary>Answer</summary>\n\nThe ring costs `2 (p-1) alpha`.\n\n* one\n* two"
+                      "\n\n</details>")
+    assert journey.fold(folded) == folded
+    assert journey.fold("**Answers.**\n(1) a") == "<details>\n<summary>Answer</summary>\n\n(1) a\n\n</details>"
+    assert journey.fold("No label.").endswith("\n\nNo label.\n\n</details>")
+
+
+def test_student_copy_of_a_lab_keeps_the_opening_and_nav_cells(book_root):
+    root = book_root()
+    write_all(root)
+    solution = nbformat.read(root / LAB_SOL, as_version=4)
+    student = nbformat.read(root / LAB, as_version=4)
+    assert student.cells[1].source == solution.cells[1].source and "book-intro" in student.cells[1].metadata.tags
+    assert student.cells[-1].metadata.tags == ["book-nav"]
+    assert "[02 Two](../chapters/02_two.ipynb)" in student.cells[-1].source
+    assert "BEGIN SOLUTION" not in nbformat.writes(student)
+
+
+def test_a_lab_copy_with_student_work_is_not_overwritten(book_root):
+    root = book_root()
+    mine = nbformat.read(root / LAB, as_version=4)
+    mine.cells[1].execution_count = 7  # the student ran a cell
+    nbformat.write(mine, root / LAB)
+    book = load(root)
+    assert journey.write(book, book.resolve("lab01")) == [LAB_SOL]
+    assert nbformat.read(root / LAB, as_version=4).cells[1].execution_count == 7
+
+
+def test_book_without_journey_fields_is_not_checked(write_book):
+    root = write_book(write_book.chapter("01", CH1, status="done"))
+    nbfile.write(executed("# 01 T"), root / CH1)
+    assert check_book(load(root)) == []
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"teaches": "no full stop"}, r"teaches = 'no full stop'; expected one sentence, ending with '\.'"),
+    ({"teaches": "X.", "cpu_minutes": 1.5}, r"cpu_minutes = 1\.5; expected a whole number of minutes > 0"),
+    ({"teaches": "X.", "cpu_minutes": 1, "gpu_minutes": 0}, r"gpu_minutes = 0; expected minutes > 0"),
+    ({"teaches": "X.", "cpu_minutes": 1, "assumes": ["99"]}, r"assumes '99', which is no entry's id"),
+    ({"teaches": "X.", "cpu_minutes": 1, "assumes": ["02"]}, r"assumes '02', which comes at or after it"),
+    ({"teaches": "X.", "cpu_minutes": 1, "assumes": "00"}, r"assumes = '00'; expected a list of entry ids"),
+    ({"teaches": "X.", "cpu_minutes": 1, "practises": ["00"]}, r"only a lab may have"),
+    ({"teaches": "X."}, r"chapter 01 has no 'cpu_minutes'"),
+])
+def test_bad_journey_fields_are_clear_errors(write_book, fields, message):
+    root = write_book(write_book.chapter("01", CH1, status="done", **fields),
+                      write_book.chapter("02", CH2, status="done", teaches="Y.", cpu_minutes=1))
+    with pytest.raises(ValueError, match=message):
+        load(root)
+
+
+def test_every_written_entry_needs_the_fields_once_one_has_them(write_book):
+    root = write_book(write_book.chapter("01", CH1, status="done", teaches="X.", cpu_minutes=1),
+                      write_book.chapter("02", CH2, status="done"),
+                      write_book.chapter("03", CH3, status="planned"))
+    with pytest.raises(ValueError, match=r"chapter 02 has no 'teaches'"):
+        load(root)
+
+
+def test_minutes_round_up():
+    assert [journey.minutes_from_seconds(s) for s in (0, 3.2, 60, 60.1, 179)] == [1, 1, 1, 2, 3]
+    with pytest.raises(ValueError, match="seconds = -1"):
+        journey.minutes_from_seconds(-1)
