@@ -82,7 +82,7 @@ def freeze(py: Path) -> dict[str, str]:
 
 def pytest_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    return env | {"SCALEDL_BACKEND": "simulator", "SCALEDL_QUIET": "1"}
+    return env | {"SCALEDL_BACKEND": "simulator"}
 
 
 def check_versions(py: Path, wanted: dict[str, str]) -> None:
@@ -95,7 +95,7 @@ def check_versions(py: Path, wanted: dict[str, str]) -> None:
 
 def lowest() -> None:
     py = venv("lowest")
-    run([py, *PIP, "install", "-c", LOWEST, "-e", ".", *TEST_TOOLS])
+    run([py, *PIP, "install", "-c", LOWEST, "-e", ".[book]", *TEST_TOOLS])  # [book]: the site tests
     check_versions(py, pins(LOWEST))
     run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist", "loadfile",
          "tests/unit", "tests/sim", *NOTEBOOKS, *NBVAL], env=pytest_env())
@@ -147,11 +147,16 @@ def main(argv: list[str]) -> int:
         return 0
     if what not in ("lowest", "hosted", "all"):
         raise SystemExit(f"what: expected lowest, hosted, all or colab-pins, got {what!r}")
+    failed = []
     for step in (["lowest", "hosted"] if what == "all" else [what]):
         start = time.monotonic()
-        globals()[step]()
-        print(f"test-compat {step}: passed in {time.monotonic() - start:.0f} s", flush=True)
-    return 0
+        try:
+            globals()[step]()
+            verdict = "passed"
+        except (subprocess.CalledProcessError, SystemExit) as err:  # report it, and still run the other step
+            verdict, failed = f"FAILED ({err})", failed + [step]
+        print(f"test-compat {step}: {verdict} in {time.monotonic() - start:.0f} s", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
