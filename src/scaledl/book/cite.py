@@ -7,7 +7,8 @@ to its entry on the bibliography page. A work is recognised by
 
 * its title (braces and case ignored), when its year also occurs in the same cell; or
 * its first author's surname followed, within one sentence-sized window, by its year, when that surname and
-  year name one work only (a person, not an organisation such as ``{NVIDIA}``).
+  year name one work only (a person, not an organisation such as ``{NVIDIA}``): "Williams, Waterman and
+  Patterson, 2009", "Narayanan et al., SOSP 2019", "Patarasuk and Yuan (JPDC 2009)".
 
 The prose itself is left as written: a reader sees the citation as the author wrote it, and a link after it.
 The bib file is parsed with pybtex (sphinxcontrib-bibtex's own parser).
@@ -21,6 +22,14 @@ from dataclasses import dataclass
 
 WINDOW_CHARS = 80  # the most characters between an author's surname and the year in one citation
 CITED_PREFIX = "Cited here:"
+
+
+def _names(surname: str, year: str) -> re.Pattern:
+    """A surname, then its year within one citation: "Surname, 2009", "Surname and Other, 2009",
+    "Surname et al., Venue 2019", "Surname and Other (Venue 2009)". A full stop (other than the one of
+    "et al."), a semicolon, a closing parenthesis or a line break ends the citation first."""
+    gap = rf"[^.;()\n]{{0,{WINDOW_CHARS}}}?"
+    return re.compile(rf"\b{re.escape(surname)}\b(?:\s+et\s+al\.)?{gap}(?:\({gap})?\b{year}\b")
 
 
 def _plain(text: str) -> str:
@@ -93,7 +102,7 @@ class Citations:
             if len(w.title.split()) >= 2 and w.title.lower() in low and re.search(rf"\b{w.year}\b", flat):
                 found.add(w.key)
         for (surname, year), key in self._unique.items():
-            if re.search(rf"\b{re.escape(surname)}\b[^.;()\n]{{0,{WINDOW_CHARS}}}?\b{year}\b", flat):
+            if _names(surname, year).search(flat):
                 found.add(key)
         return [w.key for w in self.works if w.key in found]
 

@@ -28,6 +28,9 @@ from scaledl.book.toc import Book
 _REMOTE = re.compile(r"<(script|link|img|iframe)\b[^>]*?\b(?:src|href)=[\"'](?:https?:)?//[^\"']+", re.I)
 
 
+WARNINGS_FILE = "_sphinx_warnings.txt"  # in the staging folder
+
+
 def remote_assets(site: Path) -> list[str]:
     """``page: tag`` for each script, stylesheet, image or frame a page of ``site`` loads from the network."""
     found = []
@@ -60,6 +63,9 @@ def build(book: Book, out: Path, *, staging: Path | None = None, jobs: int = 1) 
         staging: where the source tree is staged; default ``out``'s sibling ``site-src``.
         jobs: Sphinx worker processes (``-j``).
 
+    Sphinx's warnings are kept as ``build.warnings`` (a list of lines) and in ``WARNINGS_FILE`` in the staging
+    folder.
+
     Raises:
         ImportError: Jupyter Book is not installed (the ``[book]`` extra).
         RuntimeError: Jupyter Book or Sphinx failed (with the end of its log), or a page loads something from
@@ -80,8 +86,12 @@ def build(book: Book, out: Path, *, staging: Path | None = None, jobs: int = 1) 
     if out.exists():
         shutil.rmtree(out)
     started = time.perf_counter()
+    log = src / WARNINGS_FILE
     _run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", str(jobs), "-d", str(src / "_doctrees"),
-          str(src), str(out)], "sphinx-build")
+          "-w", str(log), str(src), str(out)], "sphinx-build")
+    # Sphinx's warnings (a link that resolves to no page, a bad image option): the site still builds
+    text = log.read_text(encoding="utf-8") if log.is_file() else ""
+    build.warnings = [line for line in text.splitlines() if line.strip()]
     remote = remote_assets(out)
     if remote:
         raise RuntimeError("the site would load from the network (it must work offline):\n" + "\n".join(remote))

@@ -5,11 +5,15 @@ without executing anything and without reading ``chapters/`` or ``labs/`` again:
 
 * ``_toc.yml`` and ``_config.yml`` generated from book.toml: one caption per part, its chapters then its labs,
   a planned entry as a short "coming" page, then the guides (``docs/*.md``) and the bibliography;
-* every chapter with its ``answer-key`` cells removed, its stored outputs kept (an explorer's widget view
-  is dropped, keeping its text and the default figure it stored under it);
+* every chapter with its ``answer-key`` markdown cells and ``answer-code`` code cells removed, its stored
+  outputs kept (an explorer's widget view is dropped, keeping its text, reworded for a page that runs
+  nothing, and the default figure it stored under it); each figure gets alt text
+  (:mod:`scaledl.book.static_cells`), and links between notebooks point at the staged pages
+  (:mod:`scaledl.book.links`);
 * every lab from its **student** version: ``labs/labNN_*.ipynb``, or, when that copy holds a student's own
   work on this machine, a fresh :func:`~scaledl.labs.release.student_version` of the solution. A solution
   notebook is never copied;
+* a landing page that introduces the book (:mod:`scaledl.book.landing`);
 * under each notebook's title, an "Open in Colab" link (from book.toml ``repository``), a download link and a
   link to the bibliography, whose references it cites (:mod:`scaledl.book.cite`) are linked to it.
 
@@ -19,6 +23,7 @@ The source tree never touches the book's own folders: everything is written unde
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 import shutil
@@ -26,10 +31,15 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl.book import static_cells
+from scaledl.book.landing import index_page
+from scaledl.book.links import relink, site_targets
 from scaledl.book.toc import Book, Entry
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 ANSWER_KEY_TAGS = frozenset({"answer-key", "solution"})  # worked answers: never on the site
+# Cells that are not prose a figure describes: the navigation cells added to every notebook
+NAV_TAGS = frozenset({"book-nav", "book-intro"})
 BIBLIOGRAPHY = "bibliography"  # the page's name (bibliography.md) in the staged tree
 COLAB = "https://colab.research.google.com/github"
 # nbgrader's markers: a solution, and tests kept from students (graded only)
@@ -64,6 +74,12 @@ def page_name(entry: Entry) -> str:
     return str(Path(entry.file).with_suffix("")) if entry.validated else f"coming/{entry.id}"
 
 
+def staged_file(entry: Entry) -> str:
+    """The staged source file of an entry, relative to the site's root: ``chapters/01_x.ipynb``,
+    ``coming/13.md``."""
+    return page_name(entry) + (".ipynb" if entry.validated else ".md")
+
+
 def lab_source(book: Book, entry: Entry):
     """The notebook a lab page is built from: the student copy on disk, unless it holds a student's own work
     (then a fresh student version of the solution). Never the solution itself."""
@@ -74,34 +90,69 @@ def lab_source(book: Book, entry: Entry):
     return nbformat.read(book.path(entry.file), as_version=4)
 
 
-def for_the_site(nb, links: str, cite=None):
-    """A copy of ``nb`` as the site shows it: answer keys removed, widget views dropped (their text/plain
-    fallback and the stored figure stay), ``links`` inserted under the first ``#`` heading, and each markdown
-    cell passed through ``cite`` (a function of its source) when given.
+def _tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def for_the_site(nb, links: str, cite=None, rewrite_links=None):
+    """A copy of ``nb`` as the site shows it.
+
+    Answer keys (markdown cells tagged ``answer-key`` or ``solution``) and answer-only code cells (tagged
+    ``answer-code``) are removed; widget views are dropped (their text/plain fallback stays, its "run this
+    cell" reworded for a page that runs nothing, and so does the stored figure); every figure gets alt
+    text (:func:`~scaledl.book.static_cells.figure_alt`); ``links`` is inserted under the first ``#``
+    heading, and each markdown cell is passed through ``rewrite_links`` then ``cite`` (functions of its source)
+    when given.
 
     Raises:
-        ValueError: a code cell still holds a ``### BEGIN SOLUTION`` or ``### BEGIN HIDDEN TESTS`` block.
+        ValueError: a code cell still holds a ``### BEGIN SOLUTION`` or ``### BEGIN HIDDEN TESTS`` block, or
+            uses a name that only a removed ``answer-code`` cell defines (a reader who downloads the page
+            would meet a NameError there).
     """
     nb = copy.deepcopy(nb)
-    cells, linked = [], False
+    cells, kept_at, linked, answer_code = [], [], False, []
+    section, sentence = "", ""  # the heading and the first sentence of the prose above a figure
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown" and ANSWER_KEY_TAGS.intersection(cell.get("metadata", {}).get("tags", [])):
+        tags = _tags(cell)
+        if cell.cell_type == "markdown" and ANSWER_KEY_TAGS.intersection(tags):
+            continue
+        if cell.cell_type == "code" and static_cells.ANSWER_CODE_TAG in tags:
+            answer_code.append(cell.source)
             continue
         if cell.cell_type == "code":
             marker = SECRET_BLOCK.search(cell.source)
             if marker:
                 raise ValueError(f"cell {i}: holds a '{marker.group(0).strip()}' block; the site shows no "
                                  f"solution and no hidden test")
+            explorer = False
             for out in cell.get("outputs", []):
                 data = out.get("data", {})
                 if WIDGET_VIEW in data and len(data) > 1:
                     del data[WIDGET_VIEW]
+                if isinstance(data.get("text/plain"), str):
+                    text = static_cells.static_explorer_text(data["text/plain"])
+                    explorer |= text != data["text/plain"]
+                    data["text/plain"] = text
+            if static_cells.has_figure(cell):
+                static_cells.set_figure_alt(cell, static_cells.figure_alt(
+                    cell.source, section, sentence, explorer=explorer))
         if cell.cell_type == "markdown":
+            if not NAV_TAGS.intersection(tags):
+                section = static_cells.last_heading(cell.source) or section
+                sentence = static_cells.first_sentence(cell.source)
+            if rewrite_links is not None:
+                cell.source = rewrite_links(cell.source)
             if cite is not None:
                 cell.source = cite(cell.source)
             if not linked:
                 cell.source, linked = _insert_links(cell.source, links)
         cells.append(cell)
+        kept_at.append(i)
+    code = [(i, c.source) for i, c in zip(kept_at, cells) if c.cell_type == "code"]
+    for k, names in static_cells.names_only_in(answer_code, [source for _, source in code]).items():
+        raise ValueError(f"cell {code[k][0]}: uses {', '.join(sorted(names))}, which only a cell "
+                         f"tagged '{static_cells.ANSWER_CODE_TAG}' defines; the site leaves that cell out, so "
+                         f"compute it in a cell without the tag")
     nb.cells = cells
     nb.metadata.pop("widgets", None)  # no widget manager is loaded: the views above were dropped
     return nb
@@ -184,23 +235,6 @@ def config_yaml(book: Book) -> str:
     return json.dumps(config, indent=1) + "\n"
 
 
-def index_page(book: Book, subtitle: str = "") -> str:
-    lines = [f"# {book.title}", ""]
-    if subtitle:
-        lines += [f"*{subtitle}*", ""]
-    lines += [f"{', '.join(book.authors)}. {book.license}", ""]
-    parts = dict(book.parts)
-    for pid, title in book.parts:
-        lines += [f"## Part {pid}: {parts[pid]}", ""]
-        for e in (e for e in book.entries if e.part == pid):
-            label = e.title if e.kind == "lab" else f"{e.id} {e.title}"
-            note = " (coming)" if not e.validated else (" (GPU recommended)" if e.gpu else "")
-            lines.append(f"- [{label}]({page_name(e)}.{'ipynb' if e.validated else 'md'}){note}")
-        lines.append("")
-    lines += [f"See also the [bibliography]({BIBLIOGRAPHY}.md).", ""]
-    return "\n".join(lines)
-
-
 def stage(book: Book, dest: Path) -> Path:
     """Write the site's source tree for ``book`` into ``dest`` (emptied first); returns ``dest``.
 
@@ -226,29 +260,39 @@ def stage(book: Book, dest: Path) -> Path:
         cite = Citations.from_bib(bib.read_text(encoding="utf-8")).link
     else:
         (dest / "references.bib").write_text("", encoding="utf-8")
+    targets = site_targets(book, staged_file)
+    blob = f"https://github.com/{slug}/blob/{BRANCH}" if (slug := github_slug(book.repository)) else None
     for e in book.entries:
-        target = dest / (page_name(e) + (".ipynb" if e.validated else ".md"))
+        target = dest / staged_file(e)
         target.parent.mkdir(parents=True, exist_ok=True)
         if not e.validated:
             target.write_text(coming_page(e), encoding="utf-8")
             continue
         nb = lab_source(book, e) if e.kind == "lab" else nbformat.read(book.path(e.file), as_version=4)
+        # a lab's student page holds its solution's markdown: links written from labs/ or labs/solutions/
+        bases = [str(Path(f).parent.as_posix()) for f in (e.file, e.solution) if f]
+        page_links = functools.partial(relink, page=staged_file(e), bases=bases, targets=targets,
+                                       root=book.root, blob_url=blob)
         try:
-            page = for_the_site(nb, links_line(book, e), cite)
+            page = for_the_site(nb, links_line(book, e), cite, page_links)
         except ValueError as err:
             raise ValueError(f"{e.file}: {err}") from None
         nbformat.write(page, target)
     guides = []
     for md in sorted(book.path("docs").glob("*.md")) if book.path("docs").is_dir() else []:
         (dest / "docs").mkdir(exist_ok=True)
-        shutil.copyfile(md, dest / "docs" / md.name)
+        text = relink(md.read_text(encoding="utf-8"), page=f"docs/{md.name}", bases=["docs"], targets=targets,
+                      root=book.root, blob_url=blob)
+        (dest / "docs" / md.name).write_text(text, encoding="utf-8")
         guides.append(f"docs/{md.stem}")
     (dest / f"{BIBLIOGRAPHY}.md").write_text(
         "# Bibliography\n\nThe source documents the book is built from and the literature its chapters cite "
         "(`references.bib`).\n\n```{bibliography}\n:all:\n```\n", encoding="utf-8")
     with open(book.path("book.toml"), "rb") as f:
         subtitle = tomllib.load(f).get("book", {}).get("subtitle", "")
-    (dest / "index.md").write_text(index_page(book, subtitle), encoding="utf-8")
+    index = index_page(book, subtitle, staged_file, lambda path: colab_url(book.repository, path),
+                       f"{BIBLIOGRAPHY}.md")
+    (dest / "index.md").write_text(index, encoding="utf-8")
     (dest / "_toc.yml").write_text(toc_yaml(book, guides), encoding="utf-8")
     (dest / "_config.yml").write_text(config_yaml(book), encoding="utf-8")
     return dest
