@@ -241,3 +241,19 @@ def test_minutes_round_up():
     assert [journey.minutes_from_seconds(s) for s in (0, 3.2, 60, 60.1, 179)] == [1, 1, 1, 2, 3]
     with pytest.raises(ValueError, match="seconds = -1"):
         journey.minutes_from_seconds(-1)
+
+
+def test_code_cells_that_only_compute_answers_are_tagged_and_checked():
+    nb = new_notebook(cells=[new_markdown_cell("# 01 T"), new_code_cell("x = 1"),
+                             new_code_cell("# Numbers for the answers below.\ny = 2"),
+                             new_markdown_cell("## Exercises\n\n**Exercise 1.** Why?"), new_code_cell("print(x)"),
+                             new_markdown_cell("Answer", metadata={"tags": ["answer-key"]})])
+    assert journey.answer_code_cells(nb) == [2, 4]   # not the lesson's own code cell 1
+    book = load()
+    chapter = next(e for e in book.entries if e.kind == "chapter" and e.validated)
+    found = journey.problems(nb, book, chapter, name="t.ipynb")
+    assert any("code cell 4 computes exercise answers" in line for line in found)
+    updated = journey.update(nb, book, chapter)
+    tagged = [i for i, c in enumerate(updated.cells) if "answer-code" in c.metadata.get("tags", [])]
+    assert [updated.cells[i].source for i in tagged] == ["# Numbers for the answers below.\ny = 2", "print(x)"]
+    assert not any("answer-code" in line for line in journey.problems(updated, book, chapter, name="t.ipynb"))

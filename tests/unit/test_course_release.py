@@ -73,12 +73,14 @@ def test_no_line_of_a_solution_block_or_answer_key_reaches_the_bundle(bundle):
     assert scan(bundle, secrets) == []
 
 
-def test_chapters_keep_their_outputs_and_lose_only_answer_keys(bundle):
+def test_chapters_keep_their_outputs_and_lose_only_answers(bundle):
     e = next(e for e in BOOK.entries if e.kind == "chapter" and e.validated and
              any("answer-key" in c.metadata.get("tags", []) for c in nbformat.read(BOOK.path(e.file), 4).cells))
     source, released = nbformat.read(BOOK.path(e.file), 4), nbformat.read(bundle / e.file, 4)
-    kept = [c for c in source.cells if "answer-key" not in c.metadata.get("tags", [])]
+    answers = {"answer-key", "answer-code"}  # worked answers, and the code cells that only compute them
+    kept = [c for c in source.cells if not answers.intersection(c.metadata.get("tags", []))]
     assert len(kept) < len(source.cells)
+    assert any("answer-code" in c.metadata.get("tags", []) for c in source.cells)
     assert [c.source for c in released.cells] == [c.source for c in kept]
     assert [c.get("outputs") for c in released.cells] == [c.get("outputs") for c in kept]
 

@@ -34,6 +34,8 @@ from scaledl.book.toc import Book, Entry
 INTRO_TAG = "book-intro"
 NAV_TAG = "book-nav"
 ANSWER_KEY_TAG = "answer-key"
+ANSWER_CODE_TAG = "answer-code"  # a code cell that only computes exercises' answers: the site and students skip it
+ANSWER_CODE_FIRST_LINE = "# Numbers for the answers"
 FOLD_OPEN = "<details>\n<summary>Answer</summary>\n\n"
 FOLD_CLOSE = "\n\n</details>"
 # The label an unfolded answer starts with ("**Answer.**", "*Answer.*", "**Answers.**"): the summary says it.
@@ -215,6 +217,21 @@ def _generated(nb, old, tag: str, source: str, entry: Entry):
     return cell
 
 
+def answer_code_cells(nb) -> list[int]:
+    """Indices of a chapter's code cells that only compute answers: every code cell after its exercises heading,
+    and any that opens with ``# Numbers for the answers``."""
+    from scaledl.book.check import EXERCISE_HEADING
+
+    found, in_exercises = [], False
+    for i, cell in enumerate(nb.cells):
+        first = cell.source.lstrip().split("\n", 1)[0]
+        if cell.cell_type == "markdown" and EXERCISE_HEADING.match(first):
+            in_exercises = True
+        elif cell.cell_type == "code" and (in_exercises or first.startswith(ANSWER_CODE_FIRST_LINE)):
+            found.append(i)
+    return found
+
+
 def update(nb, book: Book, entry: Entry):
     """A copy of ``nb`` with its ``book-intro`` cell at index 1, its ``book-nav`` cell last and, in a chapter,
     every ``answer-key`` cell folded. Other cells are left exactly as they are (outputs and execution counts
@@ -229,11 +246,14 @@ def update(nb, book: Book, entry: Entry):
     intro = next((c for c in nb.cells if INTRO_TAG in _tags(c)), None)
     nav = next((c for c in nb.cells if NAV_TAG in _tags(c)), None)
     cells = [c for c in nb.cells if INTRO_TAG not in _tags(c) and NAV_TAG not in _tags(c)]
+    nb.cells = cells
     if entry.kind == "chapter":
         for cell in cells:
             if cell.cell_type == "markdown" and ANSWER_KEY_TAG in _tags(cell):
                 cell.source = fold(cell.source)
-    nb.cells = cells
+        for i in answer_code_cells(nb):
+            if ANSWER_CODE_TAG not in _tags(cells[i]):
+                cells[i].metadata["tags"] = [*_tags(cells[i]), ANSWER_CODE_TAG]
     cells.insert(1, _generated(nb, intro, INTRO_TAG, intro_source(book, entry), entry))
     cells.append(_generated(nb, nav, NAV_TAG, nav_source(book, entry), entry))
     return nb
@@ -261,6 +281,10 @@ def problems(nb, book: Book, entry: Entry, name: str | None = None) -> list[str]
         for i, cell in enumerate(cells):
             if cell.cell_type == "markdown" and ANSWER_KEY_TAG in _tags(cell) and not is_folded(cell.source):
                 found.append(f"{name}: cell {i} is tagged 'answer-key' but not folded in <details>; {fix}")
+        for i in answer_code_cells(nb):
+            if ANSWER_CODE_TAG not in _tags(cells[i]):
+                found.append(f"{name}: code cell {i} computes exercise answers but is not tagged "
+                             f"{ANSWER_CODE_TAG!r} (the site and the students' copy leave such cells out); {fix}")
     return found
 
 

@@ -27,7 +27,7 @@ FLAG = "student_bundle"
 _BOOK_TABLE = re.compile(r"^\[book\][ \t]*$", re.MULTILINE)
 # Markers that only a solution (or an instructor's copy) holds.
 SECRET_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
-SECRET_TAGS = frozenset({"answer-key", "solution", "hidden-test", "hidden-tests"})
+SECRET_TAGS = frozenset({"answer-key", "answer-code", "solution", "hidden-test", "hidden-tests"})
 
 
 def hidden_cell(cell) -> bool:
