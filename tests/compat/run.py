@@ -49,9 +49,9 @@ def pins(path: Path) -> dict[str, str]:
     out = {}
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, version = line.split("==", 1)
-            out[re.sub(r"[-_.]+", "-", name).lower()] = version.strip()
+        if "==" in line or " @ " in line:  # name==version, or name @ url (a wheel installed from a file)
+            name, version = line.split("==", 1) if "==" in line else line.split(" @ ", 1)
+            out[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
     return out
 
 
