@@ -13,11 +13,13 @@ PORT   ?= 8888
 # Jupyter refuses to run as root unless told; containers and Colab-like machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test test-unit test-notebooks check book doctor bench validate release clean-venv
+.PHONY: help lab test test-fast test-compat test-unit test-notebooks check book doctor bench validate release clean-venv
 
 help:
 	@echo "make lab            open JupyterLab on the book (prints the URL)"
 	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
+	@echo "make test-fast      the inner loop: tests/unit and tests/sim only (no notebooks, grading or browser)"
+	@echo "make test-compat    the lowest supported dependencies, and Colab's GPU image (tests/compat/run.py)"
 	@echo "make test-unit      tests/ only (no notebooks)"
 	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
 	@echo "make book           the static book (Jupyter Book, offline) in _build/html"
@@ -41,10 +43,22 @@ $(LAB_STAMP): pyproject.toml
 # fallback, a sentence asking the reader to run the cell, above the stored default figure (tests/browser
 # checks this). Trust is also a per-machine security decision about HTML/JavaScript outputs, which this
 # book does not need, and a fork or a course copy could change what is trusted.
+# nbgrader (the [course] extra, so also `make test`'s and `make book`'s [dev]) adds its menus (Formgrader,
+# Assignment List, Courses), the Create Assignment toolbar and their server extensions to every JupyterLab
+# started from this .venv. A reader needs none of them, so `make lab` switches them off for its own server
+# only: the lab extension by a page config (JupyterLab reads disabledExtensions from files only, hence
+# JUPYTER_CONFIG_PATH), the server extensions on the command line. `.venv/bin/jupyter lab` started by hand
+# keeps them, as docs/instructor-guide.md tells instructors; tests/unit/test_make_lab.py checks the flags.
 lab: $(LAB_STAMP)
+	@mkdir -p $(VENV)/etc/scaledl-reader/labconfig
+	@echo '{"disabledExtensions": {"@jupyter/nbgrader": true}}' > $(VENV)/etc/scaledl-reader/labconfig/page_config.json
 	@echo "Starting JupyterLab on the book. Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
+	JUPYTER_CONFIG_PATH=$(CURDIR)/$(VENV)/etc/scaledl-reader$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
 	$(VENV)/bin/jupyter lab --no-browser $(ALLOW_ROOT) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/chapters/00_getting_started.ipynb
+		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/chapters/00_getting_started.ipynb \
+		--ServerApp.jpserver_extensions="{'nbgrader.server_extensions.formgrader': False, \
+		'nbgrader.server_extensions.validate_assignment': False, 'nbgrader.server_extensions.assignment_list': False, \
+		'nbgrader.server_extensions.course_list': False}"
 
 doctor: $(LAB_STAMP)
 	$(PY) -m scaledl doctor
@@ -55,12 +69,35 @@ check: $(LAB_STAMP)
 # Committed outputs were made on the simulator, so notebooks are validated on it whatever the machine has.
 NBVAL_ARGS = --durations=15 --nbval --nbval-sanitize-with tests/notebooks/sanitize.cfg --nbval-cell-timeout 900
 
+# Both cores (pytest-xdist). Each test file and each notebook runs whole in one worker (--dist loadfile), and
+# tests/conftest.py's scheduler also keeps together what must not overlap (the grading sandbox, mpiexec,
+# the browser) and hands out the longest units first. PYTEST_JOBS=1 runs serially.
+PYTEST_JOBS ?= 2
+XDIST_ARGS = $(if $(filter-out 0 1,$(PYTEST_JOBS)),-n $(PYTEST_JOBS) --dist loadfile)
+
+# The full gate (CI runs it): ends with the 15 slowest tests (--durations in NBVAL_ARGS) and the wall time.
 test: $(STAMP)
-	$(PY) -m scaledl book check
-	SCALEDL_BACKEND=simulator $(PY) -m pytest tests $$($(PY) -m scaledl book list --validated) $(NBVAL_ARGS)
+	start=$$(date +%s); \
+	$(PY) -m scaledl book check && \
+	SCALEDL_BACKEND=simulator $(PY) -m pytest tests $$($(PY) -m scaledl book list --validated) $(NBVAL_ARGS) \
+		$(XDIST_ARGS); \
+	status=$$?; echo "make test: wall time $$(( $$(date +%s) - start )) s (exit status $$status)"; exit $$status
+
+# The inner loop: the unit and simulator tiers, no notebooks, no grading batches, no browser (under 3 minutes
+# on two cores). `make test` stays the gate.
+test-fast: $(STAMP)
+	start=$$(date +%s); \
+	SCALEDL_BACKEND=simulator $(PY) -m pytest tests/unit tests/sim --durations=10 $(XDIST_ARGS); \
+	status=$$?; echo "make test-fast: wall time $$(( $$(date +%s) - start )) s"; exit $$status
+
+# Not part of `make test` (CI runs it after): two more virtual environments in .venv-compat, one with every
+# runtime dependency at its floor (compat/lowest.txt), one with the packages of a dated Colab GPU image
+# (compat/colab-gpu-*.txt) plus the book's wheel; see tests/compat/run.py.
+test-compat:
+	$(PYTHON) tests/compat/run.py all
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests $(XDIST_ARGS)
 
 test-notebooks: $(STAMP)
 	SCALEDL_BACKEND=simulator $(PY) -m pytest $$($(PY) -m scaledl book list --validated) $(NBVAL_ARGS)
