@@ -32,7 +32,8 @@ import numpy as np
 
 __all__ = ["ALLREDUCE_ALGORITHMS", "REDUCE_SCATTER_ALGORITHMS", "ALLGATHER_ALGORITHMS", "BROADCAST_ALGORITHMS",
            "BUS_FACTOR_OPS", "allreduce_time", "reduce_scatter_time", "allgather_time", "broadcast_time",
-           "bus_bandwidth", "best_algorithm", "floor_lg", "ceil_lg"]
+           "bus_bandwidth", "best_algorithm", "floor_lg", "ceil_lg", "hierarchical_allreduce_time",
+           "torus_2d_allreduce_time"]
 
 ALLREDUCE_ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner", "binomial", "parameter_server",
                         "double_binary_tree")
@@ -44,14 +45,14 @@ BROADCAST_ALGORITHMS = ("binomial",)
 BUS_FACTOR_OPS = ("allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce")
 
 
-def _ranks(p) -> np.ndarray:
+def _ranks(p, name: str = "p") -> np.ndarray:
     arr = np.asarray(p)
     if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise TypeError(f"p must be an int or an array of ints (a number of ranks), got {p!r}")
+        raise TypeError(f"{name} must be an int or an array of ints (a number of ranks), got {p!r}")
     if arr.size and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
-        raise ValueError(f"p must be a whole number of ranks, got {p!r}")
+        raise ValueError(f"{name} must be a whole number of ranks, got {p!r}")
     if arr.size and np.min(arr) < 1:
-        raise ValueError(f"p must be >= 1 (a number of ranks), got {p!r}")
+        raise ValueError(f"{name} must be >= 1 (a number of ranks), got {p!r}")
     return arr.astype(np.int64)
 
 
@@ -122,7 +123,7 @@ def allreduce_time(algorithm: str, p, nbytes, *, alpha: float, beta: float, gamm
         depth ceil(lg p), the bandwidth of reduce and broadcast). For p = 2 each tree is one edge and the
         cost is that of recursive doubling on halves: 2 alpha + n beta + n/2 gamma. It is a bound: the
         simulator (:mod:`scaledl.comm.netsim`) reaches it on 4 ranks and comes within 30 % of it on 8 to 64
-        once messages are cut into 64 or more pieces; unpipelined, the trees take several times longer.
+        once messages are cut into 64 or more pieces (35 % at 255); unpipelined, the trees take several times longer.
 
     Raises:
         ValueError: for an unknown algorithm, p < 1, negative nbytes or negative alpha/beta/gamma.
@@ -148,6 +149,65 @@ def allreduce_time(algorithm: str, p, nbytes, *, alpha: float, beta: float, gamm
     else:  # double_binary_tree
         c = ceil_lg(p).astype(np.float64)
         t = np.where(p > 2, 2 * c * a + 2 * n * b + n * g, np.where(p == 2, 2 * a + n * b + n / 2 * g, 0.0))
+    return _out(np.asarray(t, dtype=np.float64))
+
+
+def hierarchical_allreduce_time(nodes, ranks_per_node, nbytes, *, intra_alpha: float, intra_beta: float,
+                                inter_alpha: float, inter_beta: float, gamma: float = 0.0, inter: str = "ring"):
+    """Seconds for the hierarchical all-reduce of :func:`scaledl.comm.schedule.hierarchical`: N = ``nodes``
+    nodes of g = ``ranks_per_node`` ranks, n = ``nbytes`` per rank, links inside a node costing
+    (intra_alpha, intra_beta) and between nodes (inter_alpha, inter_beta). The three phases add up:
+
+      ring reduce-scatter in the node     (g-1) a_i + n (g-1)/g (b_i + gamma)
+      ``inter`` all-reduce of n/g bytes   allreduce_time(inter, N, n/g; a_e, b_e, gamma)
+      ring all-gather in the node         (g-1) a_i + n (g-1)/g b_i
+
+    With a ring across nodes that is 2 (g-1) a_i + 2 n (g-1)/g b_i + 2 (N-1) a_e + 2 n (N-1)/(N g) b_e
+    + n (Ng-1)/(Ng) gamma: each NIC carries 1/g of what a flat ring puts on it, and the latency term grows
+    with g + N instead of g N. The g inter-node all-reduces run side by side, so the form holds when each rank
+    has its own path between nodes (one NIC per GPU and a non-blocking fabric); GPUs that share a NIC or
+    an oversubscribed spine slow the middle term, which the simulator shows.
+
+    >>> t = hierarchical_allreduce_time(4, 8, 8e6, intra_alpha=0.5e-6, intra_beta=1 / 450e9,
+    ...                                 inter_alpha=3e-6, inter_beta=1 / 50e9)
+    >>> round(t * 1e6, 2)  # us: 7 us latency + 31 us over NVLink + 18 us + 30 us over InfiniBand
+    86.11
+
+    Raises:
+        ValueError: nodes or ranks_per_node < 1, negative nbytes, alpha, beta or gamma, an unknown inter.
+    """
+    _choice("inter-node allreduce algorithm", inter, ALLREDUCE_ALGORITHMS)
+    nodes, g, n = np.broadcast_arrays(_ranks(nodes, "nodes"), _ranks(ranks_per_node, "ranks_per_node"),
+                                      _sizes(nbytes))
+    a_i, b_i = _rate("intra_alpha", intra_alpha), _rate("intra_beta", intra_beta)
+    a_e, b_e, gm = _rate("inter_alpha", inter_alpha), _rate("inter_beta", inter_beta), _rate("gamma", gamma)
+    gf = g.astype(np.float64)
+    t = 2 * (gf - 1) * a_i + 2 * n * (gf - 1) / gf * b_i + n * (gf - 1) / gf * gm
+    t = t + np.asarray(allreduce_time(inter, nodes, n / gf, alpha=a_e, beta=b_e, gamma=gm))
+    return _out(np.asarray(t, dtype=np.float64))
+
+
+def torus_2d_allreduce_time(rows, cols, nbytes, *, alpha: float, beta: float, gamma: float = 0.0):
+    """Seconds for the 2D-torus all-reduce of :func:`scaledl.comm.schedule.torus_2d` (Mikami et al. 2018) on
+    a grid of p = rows x cols ranks whose neighbours' links all cost (alpha, beta):
+    2 (rows + cols - 2) alpha + 2 n (p-1)/p beta + n (p-1)/p gamma.
+
+    A ring along each row of c = cols ranks takes 2 (c-1) alpha + 2 n (c-1)/c beta, a ring along each column
+    on the n/c-byte shard 2 (r-1) alpha + 2 (n/c) (r-1)/r beta; the bandwidth terms add up to the flat ring's
+    2 n (rc-1)/(rc), while the latency term is 2 (r + c - 2) alpha instead of 2 (rc - 1) alpha.
+
+    >>> round(torus_2d_allreduce_time(32, 32, 1e8, alpha=1e-6, beta=1e-10) * 1e3, 3)   # ms: 0.124 + 19.980
+    20.104
+    >>> round(allreduce_time("ring", 1024, 1e8, alpha=1e-6, beta=1e-10) * 1e3, 3)      # the flat ring: 2.046 + 19.980
+    22.026
+
+    Raises:
+        ValueError: rows or cols < 1, negative nbytes, alpha, beta or gamma.
+    """
+    r, c, n = np.broadcast_arrays(_ranks(rows, "rows"), _ranks(cols, "cols"), _sizes(nbytes))
+    a, b, g = _rate("alpha", alpha), _rate("beta", beta), _rate("gamma", gamma)
+    pf = (r * c).astype(np.float64)
+    t = 2 * (r + c - 2) * a + 2 * n * (pf - 1) / pf * b + n * (pf - 1) / pf * g
     return _out(np.asarray(t, dtype=np.float64))
 
 

@@ -23,7 +23,8 @@ import networkx as nx
 __all__ = ["PCIE3_X16_Bps", "QPI_9_6GTs_Bps", "NVLINK4_H100_Bps", "IB_NDR_Bps", "PCIE_HOP_LATENCY_s",
            "NVLINK_HOP_LATENCY_s", "IB_HOP_LATENCY_s", "TOPOLOGIES", "switch", "ring", "svail_pcie_node",
            "nvswitch_node", "multi_node", "hybrid_cube_mesh", "NVLINK1_P100_LINK_Bps", "from_graph", "with_links", "make", "ring_seconds_per_byte",
-           "ring_order"]
+           "ring_order", "PCIE5_X16_Bps", "SPINE_HOP_LATENCY_s", "LEAF_DOWN_PORTS", "cluster", "torus",
+           "path_alpha_beta"]
 
 # PCIe 3.0 x16 per direction: 8 GT/s x 16 lanes x 128/130 encoding / 8 bits = 15.75 GB/s (PCI-SIG, "PCI
 # Express Base Specification Revision 3.0", 2010). Measured GPU peer-to-peer copies reach about 12-13 GB/s.
@@ -46,6 +47,15 @@ IB_NDR_Bps = 400e9 / 8
 PCIE_HOP_LATENCY_s = 0.5e-6
 NVLINK_HOP_LATENCY_s = 0.25e-6
 IB_HOP_LATENCY_s = 1.5e-6
+# A leaf-to-spine hop: cable plus one more switch. Also an assumption of this model, of the order that
+# InfiniBand switch datasheets quote for port-to-port latency (a few hundred ns).
+SPINE_HOP_LATENCY_s = 0.5e-6
+# PCIe 5.0 x16 per direction: 32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s (PCI-SIG, "PCI Express Base
+# Specification Revision 5.0", 2019): the path from an H100 to its NIC in an HGX/DGX H100 node.
+PCIE5_X16_Bps = 32e9 * 16 * 128 / 130 / 8
+# A leaf switch of a two-level non-blocking fat tree faces half its ports down: NVIDIA's Quantum-2 QM9700 has
+# 64 NDR ports (NVIDIA QM9700 datasheet, 2022), so 32 NICs per leaf, 4 DGX H100 nodes of 8 NICs each.
+LEAF_DOWN_PORTS = 64 // 2
 
 
 def _positive(name: str, value) -> float:
@@ -228,7 +238,158 @@ def with_links(topology: nx.DiGraph, overrides: dict, *, both_directions: bool =
     return g
 
 
-TOPOLOGIES = ("switch", "ring", "svail_pcie_node", "nvswitch_node", "multi_node", "hybrid_cube_mesh")
+def _count(name: str, value, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def cluster(nodes: int, gpus_per_node: int = 8, *, nics_per_node: int | None = None,
+            nodes_per_leaf: int | None = None, oversubscription: float = 1.0,
+            nvlink_Bps: float = NVLINK4_H100_Bps, nvlink_latency_s: float = NVLINK_HOP_LATENCY_s,
+            nic_Bps: float = IB_NDR_Bps, nic_latency_s: float = IB_HOP_LATENCY_s, pcie_Bps: float = PCIE5_X16_Bps,
+            spine_latency_s: float = SPINE_HOP_LATENCY_s) -> nx.DiGraph:
+    """A multi-node GPU cluster: ``nodes`` nodes of ``gpus_per_node`` GPUs on an NVSwitch, ``nics_per_node``
+    NICs per node into leaf switches, and the leaves joined by a spine that may be oversubscribed.
+
+    Rank ``node * gpus_per_node + local``. The defaults are a DGX H100 cluster on NDR InfiniBand: 8 GPUs on
+    NVLink 4 through NVSwitch, 8 ConnectX-7 400 Gb/s NICs per node (NVIDIA DGX H100 datasheet, 2022), one
+    per GPU. With K = ``nics_per_node`` < gpus_per_node, NIC k serves GPUs k G/K .. (k+1) G/K - 1, which
+    share its cable. A leaf holds ``nodes_per_leaf`` nodes (default LEAF_DOWN_PORTS // K), so
+    L = nodes_per_leaf x K NIC cables come down into it, and U = L / ``oversubscription`` cables of nic_Bps
+    go up from it to the spine: 1 is a non-blocking fat tree (Leiserson, "Fat-trees: universal networks for
+    hardware-efficient supercomputing", IEEE Transactions on Computers 34(10), 1985), r > 1 gives each
+    leaf 1/r of the bandwidth its NICs can send. Routing is static, as InfiniBand's is: the j-th NIC of a leaf
+    leaves it by up-port j mod U and is reached through down-port j mod U, so a non-blocking tree has no
+    contention for any traffic and an oversubscribed one puts r NICs on each port. The spine is one
+    non-blocking crossbar (the spine switches of a real tree, with their ports). With one leaf there is no
+    spine. Every link is a separate port, because the simulator's links carry one message at a time.
+
+    Nodes and links (names are strings; ``graph.graph`` keeps nodes, gpus_per_node, nics_per_node,
+    nodes_per_leaf, leaves, uplinks_per_leaf and oversubscription):
+
+      GPU <-> nvswitch{node}                          nvlink_Bps, nvlink_latency_s (two hops GPU to GPU)
+      GPU -> nic{node}.{k}:tx, nic{node}.{k}:rx -> GPU  pcie_Bps, no latency (nic_latency_s counts it)
+      nic:tx -> leaf{l}.in{j}, leaf{l}.out{j} -> nic:rx   the NIC's cable: nic_Bps, nic_latency_s
+      leaf{l}.in{j} -> leaf{l} -> leaf{l}.out{j}      the leaf's crossbar: nic_Bps, no latency
+      leaf{l}.in{j} -> leaf{l}.up{u} -> spine          nic_Bps; up-port to spine spine_latency_s
+      spine -> leaf{l}.down{u} -> leaf{l}.out{j}       nic_Bps; spine to down-port spine_latency_s
+
+    An uncontended message between GPUs of two nodes costs :func:`path_alpha_beta`: 2 nic_latency_s (plus
+    2 spine_latency_s between leaves) and 1 / min(nic_Bps, pcie_Bps) per byte.
+
+    >>> g = cluster(3, 4, nics_per_node=2, nodes_per_leaf=2, oversubscription=2.0)
+    >>> g.graph["ranks"], g.graph["leaves"], g.graph["uplinks_per_leaf"]     # 2 nodes x 2 NICs / 2
+    (12, 2, 2)
+    >>> nx.shortest_path(g, 1, 9, weight="latency_s")
+    [1, 'nic0.0:tx', 'leaf0.in0', 'leaf0.up0', 'spine', 'leaf1.down0', 'leaf1.out0', 'nic2.0:rx', 9]
+
+    Raises:
+        ValueError: counts < 1, gpus_per_node not a multiple of nics_per_node, an oversubscription below 1 or
+            that does not divide the leaf's NIC cables into whole up-ports, bandwidths <= 0, latencies < 0.
+    """
+    nodes, g = _count("nodes", nodes), _count("gpus_per_node", gpus_per_node)
+    k = g if nics_per_node is None else _count("nics_per_node", nics_per_node)
+    if g % k:
+        raise ValueError(f"nics_per_node must divide gpus_per_node={g} (each NIC serves the same number of "
+                         f"GPUs), got {k}")
+    per_leaf = max(1, LEAF_DOWN_PORTS // k) if nodes_per_leaf is None else _count("nodes_per_leaf",
+                                                                                   nodes_per_leaf)
+    if isinstance(oversubscription, bool) or not isinstance(oversubscription, numbers.Real):
+        raise TypeError(f"oversubscription must be a number, got {oversubscription!r}")
+    down = per_leaf * k
+    up = down / oversubscription if oversubscription >= 1 and math.isfinite(oversubscription) else 0.0
+    if not (up >= 1 and abs(up - round(up)) < 1e-9 * up):
+        raise ValueError(f"oversubscription must be >= 1 and divide the {down} NIC cables of a leaf "
+                         f"(nodes_per_leaf={per_leaf} x nics_per_node={k}) into whole up-ports, got "
+                         f"{oversubscription!r}")
+    up = round(up)
+    nv, nic, pcie = (_positive("nvlink_Bps", nvlink_Bps), _positive("nic_Bps", nic_Bps),
+                     _positive("pcie_Bps", pcie_Bps))
+    nv_lat, nic_lat = _latency(nvlink_latency_s), _latency(nic_latency_s)
+    spine_lat = _latency(spine_latency_s)
+    leaves = -(-nodes // per_leaf)
+    name = (f"{nodes} nodes x {g} GPUs, {k} NICs per node, {leaves} leaves"
+            + (f", spine 1:{oversubscription:g}" if leaves > 1 else ""))
+    graph = _graph(name, nodes * g)
+    graph.graph.update(nodes=nodes, gpus_per_node=g, nics_per_node=k, nodes_per_leaf=per_leaf, leaves=leaves,
+                       uplinks_per_leaf=up if leaves > 1 else 0, oversubscription=float(oversubscription))
+    for node in range(nodes):
+        leaf = node // per_leaf
+        for nic_i in range(k):
+            tx, rx = f"nic{node}.{nic_i}:tx", f"nic{node}.{nic_i}:rx"
+            j = (node % per_leaf) * k + nic_i
+            port_in, port_out = f"leaf{leaf}.in{j}", f"leaf{leaf}.out{j}"
+            graph.add_edge(tx, port_in, bandwidth_Bps=nic, latency_s=nic_lat)
+            graph.add_edge(port_out, rx, bandwidth_Bps=nic, latency_s=nic_lat)
+            graph.add_edge(port_in, f"leaf{leaf}", bandwidth_Bps=nic, latency_s=0.0)
+            graph.add_edge(f"leaf{leaf}", port_out, bandwidth_Bps=nic, latency_s=0.0)
+            if leaves > 1:
+                graph.add_edge(port_in, f"leaf{leaf}.up{j % up}", bandwidth_Bps=nic, latency_s=0.0)
+                graph.add_edge(f"leaf{leaf}.down{j % up}", port_out, bandwidth_Bps=nic, latency_s=0.0)
+            for local in range(nic_i * (g // k), (nic_i + 1) * (g // k)):
+                r = node * g + local
+                _duplex(graph, r, f"nvswitch{node}", nv, nv_lat)
+                graph.add_edge(r, tx, bandwidth_Bps=pcie, latency_s=0.0)
+                graph.add_edge(rx, r, bandwidth_Bps=pcie, latency_s=0.0)
+    if leaves > 1:
+        for leaf in range(leaves):
+            for u in range(up):
+                graph.add_edge(f"leaf{leaf}.up{u}", "spine", bandwidth_Bps=nic, latency_s=spine_lat)
+                graph.add_edge("spine", f"leaf{leaf}.down{u}", bandwidth_Bps=nic, latency_s=spine_lat)
+    return graph
+
+
+def torus(rows: int, cols: int, *, bandwidth_Bps: float, latency_s: float) -> nx.DiGraph:
+    """``rows`` x ``cols`` ranks on a 2D torus (rank = row x cols + col), each cabled to its four neighbours
+    with wrap-around (one cable where a dimension has two ranks, none where it has one): the grid on which
+    :func:`scaledl.comm.schedule.torus_2d` sends only to neighbours.
+
+    >>> g = torus(3, 5, bandwidth_Bps=1e9, latency_s=1e-6)
+    >>> sorted(g.successors(0)), g.number_of_edges()    # 4 neighbours each, 2 x 30 cables
+    ([1, 4, 5, 10], 60)
+    """
+    rows, cols = _count("rows", rows), _count("cols", cols)
+    bw, lat = _positive("bandwidth_Bps", bandwidth_Bps), _latency(latency_s)
+    g = _graph(f"torus({rows} x {cols})", rows * cols)
+    for r in range(rows):
+        for c in range(cols):
+            if cols > 1 and (cols > 2 or c == 0):
+                _duplex(g, r * cols + c, r * cols + (c + 1) % cols, bw, lat)
+            if rows > 1 and (rows > 2 or r == 0):
+                _duplex(g, r * cols + c, ((r + 1) % rows) * cols + c, bw, lat)
+    return g
+
+
+def path_alpha_beta(topology: nx.DiGraph, src, dst) -> tuple[float, float]:
+    """(alpha_s, beta_s_per_B) of one uncontended message from ``src`` to ``dst`` in the simulator: the
+    latencies of its route add up and, pieces cutting through, the slowest link sets the rate, so n bytes
+    take alpha + n beta. The route is the latency-shortest path, as :mod:`scaledl.comm.netsim` takes.
+
+    >>> a, b = path_alpha_beta(cluster(2, 8), 0, 8)     # two nodes on one leaf: 2 x 1.5 us, NDR's 50 GB/s
+    >>> round(a * 1e6, 3), round(1 / b / 1e9, 3)
+    (3.0, 50.0)
+
+    Raises:
+        ValueError: src or dst not in the topology, or no route between them.
+    """
+    for name, v in (("src", src), ("dst", dst)):
+        if v not in topology:
+            raise ValueError(f"{name} must be a node of topology {topology.graph.get('name')!r}, got {v!r}")
+    if src == dst:
+        return 0.0, 0.0
+    try:
+        path = nx.shortest_path(topology, src, dst, weight="latency_s")
+    except nx.NetworkXNoPath:
+        raise ValueError(f"no route from {src!r} to {dst!r} in {topology.graph.get('name')!r}") from None
+    links = [topology.edges[e] for e in zip(path, path[1:])]
+    return sum(d["latency_s"] for d in links), 1 / min(d["bandwidth_Bps"] for d in links)
+
+
+# torus() is called by its name only: make("torus") stays refused, as tests/unit/test_comm_topology.py expects.
+TOPOLOGIES = ("switch", "ring", "svail_pcie_node", "nvswitch_node", "multi_node", "hybrid_cube_mesh", "cluster")
 
 
 def make(name: str, **kwargs) -> nx.DiGraph:
