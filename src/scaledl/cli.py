@@ -11,6 +11,7 @@
     scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
     scaledl course grade DIR --lab L grade a folder of submitted lab notebooks (hidden tests, CSV, feedback)
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
+    scaledl bench netsim [...]      CPU: ranks against seconds and memory for the network simulator
     scaledl validate [--out DIR]    doctor, tests/gpu, bench and the GPU notebooks in one report (any machine)
 """
 
@@ -238,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--seed", type=int, default=None, help="seed of the hidden tests' inputs (default: new "
                                                              "each run; recorded in batch.json)")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
-                                         "baseline measured in the same run")
+                                         "baseline measured in the same run; `bench netsim`: the network "
+                                         "simulator's ranks against seconds, on the CPU")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")
     from scaledl.validate import add_arguments as add_validate_arguments
 
@@ -258,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "course":
             return _course_command(args)
         if args.command == "bench":
+            if args.bench_args[:1] == ["netsim"]:  # CPU only: no device to announce
+                from scaledl.comm.netsim_bench import main as netsim_bench_main
+
+                return netsim_bench_main(args.bench_args[1:])
             from scaledl.kernels.bench import main as bench_main
 
             device.announce()

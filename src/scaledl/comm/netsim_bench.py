@@ -1,0 +1,107 @@
+"""``scaledl bench netsim``: ranks against seconds for the network simulator, on the CPU.
+
+For each row: one all-reduce of 64 MiB simulated by :func:`scaledl.comm.netsim.simulate_allreduce` with the
+default method (the fast path where it can decide) and, up to ``--events-up-to`` ranks, the same all-reduce
+forced onto the event path (``method="event"``, what every call cost before the fast path), with the wall
+time of each, the path that ran, and the peak memory of the fast run (tracemalloc, measured in a second run
+so that tracing does not slow the timed one; it counts Python objects and NumPy arrays). The last lines
+compare the ring on a switch with the targets of the book's issue 25: 1024 ranks under 1 s, 4096 under 10 s
+on two cores. Wall times on a shared machine are noisy: run it on an idle one before quoting a figure.
+
+Usage: ``scaledl bench netsim [--quick] [--events-up-to P] [--ranks P ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import tracemalloc
+
+from scaledl.comm import cost, netsim
+from scaledl.comm import topology as T
+
+NBYTES = 64 * 2**20
+TARGETS_S = {1024: 1.0, 4096: 10.0}  # issue 25: a ring over a switch, on a two-core machine
+# A generic cluster link for the rows (the figures depend on ranks and messages, not on these).
+BANDWIDTH_Bps, LATENCY_s = T.IB_NDR_Bps, 2 * T.IB_HOP_LATENCY_s
+
+
+def _network(kind: str, p: int):
+    if kind == "switch":
+        return T.switch(p, bandwidth_Bps=BANDWIDTH_Bps, latency_s=LATENCY_s)
+    return T.multi_node(-(-p // 8), 8)  # 8 GPUs per node, the last node full
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _peak_MiB(fn) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def rows(cases, events_up_to: int, memory: bool = True):
+    """Yield one dict per (topology, algorithm, ranks) case: the measured figures."""
+    for kind, alg, p in cases:
+        net = _network(kind, p)
+        run = lambda method: netsim.simulate_allreduce(alg, net, NBYTES, method=method)  # noqa: E731
+        res, fast_s = _timed(lambda: run("auto"))
+        row = {"topology": kind, "algorithm": alg, "ranks": net.graph["ranks"], "messages": res.messages,
+               "path": res.path, "seconds": fast_s, "simulated_ms": res.time_s * 1e3, "event_seconds": None,
+               "peak_MiB": _peak_MiB(lambda: run("auto")) if memory else None}
+        if p <= events_up_to:
+            ref, row["event_seconds"] = _timed(lambda: run("event"))
+            assert abs(ref.time_s - res.time_s) <= 1e-12 * ref.time_s, (ref.time_s, res.time_s)
+        yield row
+
+
+def format_row(r) -> str:
+    ev = f"{r['event_seconds']:9.2f}" if r["event_seconds"] is not None else f"{'-':>9s}"
+    mem = f"{r['peak_MiB']:9.0f}" if r["peak_MiB"] is not None else f"{'-':>9s}"
+    return (f"{r['topology']:11s}{r['algorithm']:20s}{r['ranks']:6d}{r['messages']:13,d}  {r['path']:6s}"
+            f"{r['seconds']:9.2f}{ev}{mem}{r['simulated_ms']:12.3f}")
+
+
+def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    """Entry point of ``scaledl bench netsim``; returns 0, or 1 if a target was missed."""
+    parser = argparse.ArgumentParser(prog="scaledl bench netsim", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="rings up to 1024 ranks only")
+    parser.add_argument("--events-up-to", type=int, default=512,
+                        help="also time the event path up to this many ranks (default 512; 1024 takes ~15 s)")
+    parser.add_argument("--ranks", type=int, nargs="+", default=None, help="ring sizes on the switch")
+    args = parser.parse_args(argv or [])
+    ranks = args.ranks or ([64, 256, 512, 1024] if args.quick else [64, 256, 512, 1024, 2048, 3456, 4096])
+    cases = [("switch", "ring", p) for p in ranks]
+    if not args.quick:
+        cases += [("multi_node", "ring", 1024), ("multi_node", "ring", 4096)]
+        cases += [("switch", alg, 4096) for alg in cost.ALLREDUCE_ALGORITHMS if alg != "ring"]
+    print(f"scaledl bench netsim: all-reduce of {NBYTES // 2**20} MiB, {os.cpu_count()} CPUs; wall seconds of "
+          "the default call (fast path where it decides) and of method='event'; peak = tracemalloc", file=out)
+    print(f"{'topology':11s}{'algorithm':20s}{'ranks':>6s}{'messages':>13s}  {'path':6s}{'seconds':>9s}"
+          f"{'events s':>9s}{'peak MiB':>9s}{'sim. ms':>12s}", file=out)
+    missed, timed = [], {}
+    for r in rows(cases, args.events_up_to):
+        print(format_row(r), file=out, flush=True)
+        if r["topology"] == "switch" and r["algorithm"] == "ring":
+            timed[r["ranks"]] = r["seconds"]
+    for p, limit in TARGETS_S.items():
+        if p in timed:
+            ok = timed[p] < limit
+            print(f"target: ring over {p} ranks on a switch in < {limit:g} s: {timed[p]:.2f} s, "
+                  f"{'met' if ok else 'MISSED'}", file=out)
+            if not ok:
+                missed.append(p)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))
