@@ -4,7 +4,9 @@ next notebook (scaledl.book.journey writes both; tests/browser/test_journey_site
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -42,16 +44,28 @@ def _answer_count(rel: str) -> int:
     return sum("answer-key" in c.metadata.get("tags", []) for c in nb.cells)
 
 
+def _api(url, token, path, method="GET"):
+    req = urllib.request.Request(f"{url}{path}", method=method, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
 @pytest.fixture
 def page(chromium_browser, jupyterlab):
+    """A page on a workspace of its own, reset: the server is shared with test_jupyterlab.py, whose pages must
+    not restore the notebooks opened here; the kernels these tests start are shut down at the end."""
     url, token, _ = jupyterlab
     page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{url}/lab?token={token}", wait_until="domcontentloaded")
+    page.goto(f"{url}/lab/workspaces/journey?reset&token={token}", wait_until="domcontentloaded")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=120_000)
     page.evaluate("() => window.jupyterapp.started")
     yield page
     page.evaluate("() => window.jupyterapp.commands.execute('application:close-all')")
     page.close()
+    for session in _api(url, token, "/api/sessions"):
+        _api(url, token, f"/api/sessions/{session['id']}", method="DELETE")
+    _api(url, token, "/lab/api/workspaces/journey", method="DELETE")
 
 
 def test_answers_are_folded_until_the_reader_opens_one(page):
