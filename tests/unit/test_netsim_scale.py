@@ -224,3 +224,83 @@ def test_fast_path_agrees_with_events_on_two_level_algorithms(case):
     for gamma in (0.0, GAMMA):
         assert_same(N.simulate(sched, net, nbytes=6e6, gamma=gamma),
                     N.simulate(sched, net, nbytes=6e6, gamma=gamma, method="event"), timeline=True)
+
+
+# simulate_two_level: the two-level algorithms from their rounds as arrays, against the event path
+TWO_LEVEL_ARRAYS = [
+    ("hierarchical", 3, 4, "ring", lambda: T.cluster(3, 4)),
+    ("hierarchical", 3, 4, "ring", lambda: T.multi_node(3, 4)),
+    ("hierarchical", 5, 8, "ring", lambda: T.cluster(5, 8, nics_per_node=2, nodes_per_leaf=2, oversubscription=2.0)),
+    ("hierarchical", 5, 8, "rabenseifner", lambda: T.multi_node(5, 8)),
+    ("hierarchical", 7, 3, "ring", lambda: T.cluster(7, 3, nodes_per_leaf=2)),
+    ("hierarchical", 7, 3, "recursive_doubling", lambda: T.multi_node(7, 3)),
+    ("torus_2d", 3, 5, "ring", lambda: T.torus(3, 5, bandwidth_Bps=1 / BETA, latency_s=ALPHA)),
+    ("torus_2d", 3, 5, "ring", lambda: T.multi_node(3, 5)),
+    ("torus_2d", 3, 5, "ring", lambda: T.cluster(3, 5)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(TWO_LEVEL_ARRAYS)))
+def test_two_level_from_arrays_agrees_with_events(case):
+    alg, a, b, inter, make_net = TWO_LEVEL_ARRAYS[case]
+    net = make_net()
+    for gamma in (0.0, GAMMA):
+        got = N.simulate_two_level(alg, a, b, net, 6e6, inter=inter, gamma=gamma)
+        ref = N.simulate_two_level(alg, a, b, net, 6e6, inter=inter, gamma=gamma, method="event")
+        assert_same(got, ref, timeline=True)
+        # and the events of the built schedule, the same thing by simulate()
+        length = b * a * (1 << (a.bit_length() - 1)) * 2
+        sched = S.torus_2d(a, b, length) if alg == "torus_2d" else S.hierarchical(a, b, length, inter=inter)
+        assert_same(got, N.simulate(sched, net, nbytes=6e6, gamma=gamma, method="event"))
+        assert (got.path_note == "") == (got.path == "fast")
+        if case != 2:  # there 4 GPUs share each NIC: their inter-node rings queue on its cable
+            assert got.path == "fast", got.path_note
+        else:
+            assert got.path == "event" and "carries 4 messages in one round" in got.path_note
+
+
+def test_two_level_falls_back_and_says_why():
+    net = T.multi_node(3, 4)
+    r = N.simulate_two_level("hierarchical", 3, 4, net, 6e6, chunks=2)
+    assert r.path == "event" and "chunks=2" in r.path_note
+    assert_same(r, N.simulate(S.hierarchical(3, 4, 48), net, nbytes=6e6, chunks=2, method="event"))
+    # all ranks behind one switch port: the inter-node rings' messages share the links of a line
+    line = T.from_graph(nx.path_graph(12), bandwidth_Bps=1 / BETA, latency_s=ALPHA)
+    r = N.simulate_two_level("torus_2d", 3, 4, line, 6e6)
+    assert r.path == "event" and "carries" in r.path_note
+    assert_same(r, N.simulate(S.torus_2d(3, 4, 48), line, nbytes=6e6, method="event"))
+    with pytest.raises(ValueError, match="method='fast' cannot decide this case: link"):
+        N.simulate_two_level("torus_2d", 3, 4, line, 6e6, method="fast")
+    with pytest.raises(ValueError, match=r"algorithm must be one of hierarchical, torus_2d, got 'ring'"):
+        N.simulate_two_level("ring", 3, 4, net, 6e6)
+    with pytest.raises(ValueError, match=r"inter must be 'ring' for torus_2d"):
+        N.simulate_two_level("torus_2d", 3, 4, net, 6e6, inter="binomial")
+
+
+@pytest.mark.parametrize("make", [lambda: T.multi_node(3, 4), lambda: T.multi_node(2, 3), lambda: T.multi_node(5, 2),
+                                  lambda: T.multi_node(3, 2, nvlink_latency_s=1e-6, nic_latency_s=1e-6),  # ties
+                                  lambda: T.multi_node(4, 2, nvlink_latency_s=1e-6, nic_latency_s=0.2e-6),
+                                  lambda: T.cluster(3, 4, nics_per_node=2, nodes_per_leaf=2, oversubscription=2.0)])
+def test_router_is_networkx_shortest_paths_on_all_pairs(make):
+    g = make()
+    p = g.graph["ranks"]
+    router = F.Router(g)
+    assert router.kind == ("multi_node" if "nics_per_node" not in g.graph else None)
+    for s in range(p):
+        for d in range(p):
+            assert router.route(s, d) == nx.shortest_path(g, s, d, weight="latency_s"), (s, d)
+
+
+def test_the_benchmark_prints_two_level_rows():
+    import io
+
+    from scaledl.comm import netsim_bench
+
+    buf = io.StringIO()
+    assert netsim_bench.main(["--quick", "--ranks", "8", "--events-up-to", "15", "--two-level", "hierarchical:3x4",
+                              "torus_2d:3x5"], out=buf) == 0
+    lines = buf.getvalue().splitlines()
+    assert lines[3].split()[5:7] == ["build", "s"]
+    rows = [ln.split() for ln in lines[4:]]
+    assert [r[:4] for r in rows] == [["multi_node", "hierarchical", "3x4", "12"], ["torus", "torus_2d", "3x5", "15"]]
+    assert all(r[5] == "fast" and r[8] != "-" for r in rows)  # events timed (and checked equal) up to 15 ranks

@@ -21,7 +21,8 @@ written into src or dst by an earlier message of theirs.) Where a condition fail
 
 Routes are netsim's: networkx's latency-shortest path, found without a search where the path is forced (the
 sender has one outgoing link and the receiver one incoming link from the same switch, as on a switch
-topology), since a forced path is the only simple path and so the one any shortest-path search returns.
+topology), since a forced path is the only simple path and so the one any shortest-path search returns; on
+``topology.multi_node`` (:class:`Router`) from one Dijkstra per local rank and the symmetry of the nodes.
 
 >>> from scaledl.comm import topology
 >>> net = topology.switch(4, bandwidth_Bps=1e9, latency_s=1e-6)
@@ -37,8 +38,8 @@ import numpy as np
 
 from scaledl.comm.schedule import Schedule, bounds
 
-__all__ = ["TIMELINE_AUTO_MAX_PIECES", "Undecided", "route", "ring_rounds", "ring_transfers", "schedule_rounds",
-           "run"]
+__all__ = ["TIMELINE_AUTO_MAX_PIECES", "Undecided", "route", "Router", "ring_rounds", "ring_transfers",
+           "schedule_rounds", "run"]
 
 # netsim records the per-rank timeline by default only up to this many pieces: three tuples per piece, so a
 # ring over 256 ranks (130,560 pieces) keeps it, one over 1024 ranks (2.1 million) would hold about a GB.
@@ -92,6 +93,72 @@ def route(topology: nx.DiGraph, src, dst) -> list:
     return nx.shortest_path(topology, src, dst, weight="latency_s")
 
 
+class Router:
+    """:func:`route` with the shortest paths of a :func:`scaledl.comm.topology.multi_node` found once per
+    local rank instead of once per pair.
+
+    On ``multi_node`` every permutation of the nodes is an automorphism of the graph (links and weights
+    included), so the path from rank (node a, local i) to (node b, local j) is the image of the path from
+    (0, i) to (1, j), or to (0, j) when a = b. One Dijkstra from each (0, i) keeps every tied predecessor
+    (networkx compares ties exactly); where the path to the representative is the only shortest path, its
+    image is the only shortest path of the pair, so the one ``networkx.shortest_path`` returns. Where it
+    is not unique (tied latencies), or on any other topology, every pair asks :func:`route`; a
+    :func:`scaledl.comm.topology.cluster` does too (a search there costs about 2 ms; its symmetry classes
+    are many and each would need a Dijkstra over the whole cluster). The tests hold it against
+    ``networkx.shortest_path`` on all pairs.
+    """
+
+    def __init__(self, topology: nx.DiGraph):
+        self.topology, self.kind, self.trees = topology, None, {}
+        p = topology.graph.get("ranks", 0)
+        if "ib" in topology and "nvswitch0" in topology and "nics_per_node" not in topology.graph:
+            gpn = sum(1 for r in topology.predecessors("nvswitch0") if isinstance(r, int))
+            if gpn and p % gpn == 0 and p // gpn >= 2 and all(
+                    topology.out_degree(r) == 2 and topology.has_edge(r, f"nvswitch{r // gpn}")
+                    and topology.has_edge(r, "ib") for r in range(p)):
+                self.kind, self.g = "multi_node", gpn
+
+    def _path(self, i: int, dst: int):
+        """The only shortest path from rank i (node 0) to rank dst, or None where it is not unique."""
+        if i not in self.trees:
+            pred, _ = nx.dijkstra_predecessor_and_distance(self.topology, i, weight="latency_s")
+            self.trees[i] = (pred, {i: 1})
+        pred, count = self.trees[i]
+
+        def paths_to(v):  # how many shortest paths reach v, capped at 2
+            if v not in count:
+                count[v] = 0  # a zero-latency cycle counts once
+                count[v] = min(2, sum(paths_to(u) for u in pred.get(v, ())))
+            return count[v]
+
+        if dst not in pred or paths_to(dst) != 1:
+            return None
+        path = [dst]
+        while path[-1] != i:
+            path.append(pred[path[-1]][0])
+        return path[::-1]
+
+    def route(self, src, dst) -> list:
+        """The path netsim uses from ``src`` to ``dst``: equal to :func:`route`."""
+        if self.kind is None or src == dst or not (isinstance(src, int) and isinstance(dst, int)):
+            return route(self.topology, src, dst)
+        g = self.g
+        a, b = src // g, dst // g
+        path = self._path(src % g, dst % g + (0 if a == b else g))
+        if path is None:
+            return route(self.topology, src, dst)
+        nmap = {0: a, 1: b}
+        out = []
+        for v in path:
+            if isinstance(v, int):
+                out.append(nmap[v // g] * g + v % g)
+            elif v.startswith("nvswitch"):
+                out.append(f"nvswitch{nmap[int(v[8:])]}")
+            else:
+                out.append(v)  # "ib": fixed by every permutation of the nodes
+        return out
+
+
 def ring_transfers(p: int, length: int) -> int:
     """How many messages ``schedule.build("ring", p, length)`` sends, without building it."""
     if p < 2:
@@ -134,7 +201,7 @@ class _Net:
     """Routes of the (src, dst) pairs met so far, and the links on them, as arrays."""
 
     def __init__(self, topology: nx.DiGraph, p: int):
-        self.topology, self.p = topology, p
+        self.topology, self.p, self.router = topology, p, Router(topology)
         self.keys = np.empty(0, dtype=np.int64)  # src * p + dst, sorted
         self.rid = np.empty(0, dtype=np.int64)  # route id of each key
         self.pairs, self.routes = [], []  # route id -> (src, dst), [link id per hop]
@@ -149,7 +216,7 @@ class _Net:
             new = np.unique(key[~hit])
             for k in new.tolist():
                 s, d = divmod(k, self.p)
-                path = route(self.topology, s, d)
+                path = self.router.route(s, d)
                 hops = []
                 for e in zip(path[:-1], path[1:]):
                     if e not in self.link_id:

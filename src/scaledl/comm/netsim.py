@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from scaledl.comm import fastsim
-from scaledl.comm.schedule import Schedule, build, relabel
+from scaledl.comm.schedule import Schedule, build, hierarchical, hierarchical_rounds, relabel, torus_2d
 
-__all__ = ["Result", "simulate", "simulate_allreduce", "METHODS"]
+__all__ = ["Result", "simulate", "simulate_allreduce", "simulate_two_level", "METHODS"]
 
 METHODS = ("auto", "fast", "event")  # auto: the fast path where it can decide, else the events
 
@@ -140,9 +140,9 @@ def _check(schedule, topology, nbytes, chunks, gamma, method="auto"):
 
 def _routes(topology, pairs):
     """Link ids, and for each (src, dst) its latency-shortest route as (link id, bandwidth, latency) hops."""
-    ids, routes = {}, {}
+    ids, routes, router = {}, {}, fastsim.Router(topology)
     for s, d in sorted(pairs):
-        path = fastsim.route(topology, s, d)  # networkx's shortest path, read off directly where forced
+        path = router.route(s, d)  # networkx's shortest path, read off directly where forced
         hops = []
         for e in zip(path[:-1], path[1:]):
             ids.setdefault(e, len(ids))
@@ -341,3 +341,58 @@ def simulate_allreduce(algorithm: str, topology: nx.DiGraph, nbytes: float, *, o
     if order is not None:
         sched = relabel(sched, order)
     return simulate(sched, topology, nbytes=nbytes, chunks=chunks, gamma=gamma, timeline=timeline, method=method)
+
+
+TWO_LEVEL = ("hierarchical", "torus_2d")
+
+
+def simulate_two_level(algorithm: str, outer: int, inner: int, topology: nx.DiGraph, nbytes: float, *,
+                       inter: str = "ring", length: int | None = None, chunks: int = 1, gamma: float = 0.0,
+                       timeline: bool | None = None, method: str = "auto") -> Result:
+    """:func:`simulate` of ``schedule.hierarchical(outer, inner, length, inter=inter)`` (outer = nodes,
+    inner = ranks per node) or ``schedule.torus_2d(outer, inner, length)`` (rows x cols), from the rounds as
+    arrays (:func:`scaledl.comm.schedule.hierarchical_rounds`) without a :class:`Transfer` per message:
+    512 x 8 is 4.2 million of them. The schedule is built only if the events must decide (``path_note``
+    says why). ``length`` defaults to inner x outer x 2^floor(lg outer) x 2, on which every shard's every
+    block is the same size for every inter-node algorithm. Same :class:`Result` as :func:`simulate`.
+
+    >>> from scaledl.comm import topology
+    >>> r = simulate_two_level("hierarchical", 3, 4, topology.multi_node(3, 4), 48e6, timeline=False)
+    >>> r.path, r.messages
+    ('fast', 120)
+
+    Raises:
+        ValueError / TypeError: an unknown algorithm, and as :func:`simulate` and ``schedule.hierarchical``.
+    """
+    if algorithm not in TWO_LEVEL:
+        raise ValueError(f"algorithm must be one of {', '.join(TWO_LEVEL)}, got {algorithm!r}")
+    if algorithm == "torus_2d" and inter != "ring":
+        raise ValueError(f"inter must be 'ring' for torus_2d (its columns are rings), got {inter!r}")
+    if length is None and isinstance(outer, numbers.Integral) and isinstance(inner, numbers.Integral) \
+            and not isinstance(outer, bool) and outer >= 1 and inner >= 1:
+        length = int(inner) * int(outer) * (1 << (int(outer).bit_length() - 1)) * 2
+    rounds = hierarchical_rounds(outer, inner, 0 if length is None else length, inter=inter)  # checks them
+    p = outer * inner
+
+    def schedule():
+        if algorithm == "torus_2d":
+            return torus_2d(outer, inner, length)
+        return hierarchical(outer, inner, length, inter=inter)
+
+    _check(Schedule(algorithm, p, length, ()), topology, nbytes, chunks, gamma, method)
+    if timeline is None:
+        timeline = sum(len(r[0]) for r in rounds) * chunks <= fastsim.TIMELINE_AUTO_MAX_PIECES
+    note = ""
+    if method != "event":
+        try:
+            out = fastsim.run(iter(rounds), p, length, topology, nbytes=nbytes, chunks=int(chunks), gamma=gamma,
+                              timeline=bool(timeline))
+            return Result(**out, path="fast")
+        except fastsim.Undecided as why:
+            if method == "fast":
+                raise ValueError(f"method='fast' cannot decide this case: {why}") from None
+            note = str(why)
+    del rounds
+    res = _simulate_events(schedule(), topology, nbytes, chunks, gamma, bool(timeline))
+    res.path_note = note
+    return res
