@@ -46,8 +46,12 @@ def colab_file() -> Path:
 
 def pins(path: Path) -> dict[str, str]:
     """``name==version`` lines of a requirements file, by normalised name."""
+    return parse_pins(path.read_text())
+
+
+def parse_pins(text: str) -> dict[str, str]:
     out = {}
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         if "==" in line or " @ " in line:  # name==version, or name @ url (a wheel installed from a file)
             name, version = line.split("==", 1) if "==" in line else line.split(" @ ", 1)
@@ -70,14 +74,8 @@ def venv(name: str) -> Path:
 
 
 def freeze(py: Path) -> dict[str, str]:
-    text = subprocess.run([str(py), "-m", "pip", "freeze", "--disable-pip-version-check"], check=True,
-                          capture_output=True, text=True).stdout
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write(text)
-    try:
-        return pins(Path(f.name))
-    finally:
-        os.unlink(f.name)
+    return parse_pins(subprocess.run([str(py), "-m", "pip", "freeze", "--disable-pip-version-check"], check=True,
+                                     capture_output=True, text=True).stdout)
 
 
 def pytest_env() -> dict[str, str]:
