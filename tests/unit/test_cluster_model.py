@@ -29,7 +29,7 @@ def small(**kw):
 
 def test_calibration_passes_through_its_published_point_and_falls_with_batch():
     assert P100_RESNET50.samples_per_s(64) == pytest.approx(219.0, rel=REL)
-    assert V100_RESNET50.samples_per_s(256) == pytest.approx(1000.0, rel=REL)
+    assert V100_RESNET50.samples_per_s(256) == pytest.approx(1200.0, rel=REL)
     rates = [V100_RESNET50.samples_per_s(b) for b in (8, 16, 32, 64, 128, 256)]
     assert rates == sorted(rates) and rates[0] < 0.6 * rates[-1]
     # the fixed part is the roofline: 525 kernels x 10 us + 20 B x 25.6 M params / 732 GB/s

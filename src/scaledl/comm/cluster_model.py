@@ -170,29 +170,33 @@ class Calibration:
         return _count("batch", batch) / self.compute_s(batch)
 
 
-# P100 SXM2, ResNet-50, fp32. Published single-GPU throughput: ~219 images/s at batch 64 (TensorFlow
-# "Benchmarks" page, tensorflow.org/performance/benchmarks, 2017, ResNet-50 on one Tesla P100; approximate,
-# from memory). Fixed part: 525 kernels x 10 us + 20 B/param x 25.6 M params at the P100's 732 GB/s (NVIDIA
-# Tesla P100 datasheet, 2016, via scaledl.perf.hardware) = 5.95 ms. Gives ~5.5 TFLOP/s sustained, 52 % of
-# the P100's 10.6 fp32 TFLOPS.
+# P100 SXM2, ResNet-50, fp32. Published single-GPU throughput: 219 images/s at batch 64 (TensorFlow
+# "Benchmarks" page, May 2017, one P100 of a DGX-1, training on synthetic data; tensorflow/tensorflow
+# docs_src/performance/benchmarks.md, verified). Fixed part: 525 kernels x 10 us + 20 B/param x 25.6 M params at
+# the P100's 732 GB/s (NVIDIA Tesla P100 datasheet, 2016, via scaledl.perf.hardware) = 5.95 ms. Gives ~5.5
+# TFLOP/s sustained, 52 % of the P100's 10.6 fp32 TFLOPS. The same page measured 195 images/s at batch 32, where
+# this curve gives 215: the roofline fixed part under-estimates what a small batch costs.
 P100_RESNET50 = Calibration.from_throughput(
     "P100 SXM2", "ResNet-50", flop_per_sample=RESNET50_TRAIN_FLOP, batch=64, samples_per_s=219.0,
     fixed_s=fixed_overhead_s(kernels=RESNET50_KERNELS_PER_STEP, kernel_overhead_s=KERNEL_OVERHEAD_s,
                              optimizer_B=SGD_MOMENTUM_FP32_B_PER_PARAM * RESNET50_PARAMS,
                              memory_Bps=hardware.get("P100").memory_bandwidth_GBps * 1e9),
-    source="TensorFlow benchmarks 2017, ~219 img/s at batch 64 (approximate, from memory); fixed part a "
-           "roofline of kernel overheads and the SGD update")
-# V100 SXM2 16 GB, ResNet-50 v1.5, mixed precision (tensor cores): ~1,000 images/s at batch 256 (NVIDIA
-# DeepLearningExamples, PyTorch ResNet-50 v1.5 README, training performance on one V100 of a DGX-1,
-# mixed precision; approximate, from memory). Fixed part as for the P100 with 22 B/param at 900 GB/s (NVIDIA
-# Tesla V100 datasheet). Gives ~25 TFLOP/s sustained, 20 % of the 125 tensor TFLOPS.
+    source="TensorFlow benchmarks (May 2017), DGX-1 P100, 1 GPU, synthetic data: 219 img/s at batch 64 "
+           "(verified); fixed part a roofline of kernel overheads and the SGD update")
+# V100 SXM2 16 GB, ResNet-50 v1.5, mixed precision (tensor cores): 1,200 images/s at batch 256 (NVIDIA
+# DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md, "Training performance: NVIDIA
+# DGX-1 16GB (8x V100 16GB)", 1 GPU, mixed precision, pytorch-21.03 container, default batch 256 per GPU;
+# verified. Earlier software was slower: the 2018 README of the same model, pytorch-18.09, gave 747 images/s).
+# Fixed part as for the P100 with 22 B/param at 900 GB/s (NVIDIA Tesla V100 datasheet). Gives ~30 TFLOP/s
+# sustained, 24 % of the 125 tensor TFLOPS.
 V100_RESNET50 = Calibration.from_throughput(
-    "V100 SXM2", "ResNet-50", flop_per_sample=RESNET50_TRAIN_FLOP, batch=256, samples_per_s=1000.0,
+    "V100 SXM2", "ResNet-50", flop_per_sample=RESNET50_TRAIN_FLOP, batch=256, samples_per_s=1200.0,
     fixed_s=fixed_overhead_s(kernels=RESNET50_KERNELS_PER_STEP, kernel_overhead_s=KERNEL_OVERHEAD_s,
                              optimizer_B=SGD_MOMENTUM_MIXED_B_PER_PARAM * RESNET50_PARAMS,
                              memory_Bps=hardware.get("V100").memory_bandwidth_GBps * 1e9),
-    source="NVIDIA DeepLearningExamples ResNet-50 v1.5, ~1,000 img/s at batch 256 with AMP (approximate, "
-           "from memory); fixed part a roofline of kernel overheads and the SGD update")
+    source="NVIDIA DeepLearningExamples PyTorch ResNet-50 v1.5 README (pytorch-21.03), DGX-1 V100 16GB, 1 GPU, "
+           "AMP: 1,200 img/s at batch 256 (verified); fixed part a roofline of kernel overheads and the SGD "
+           "update")
 
 
 @dataclass(frozen=True)
