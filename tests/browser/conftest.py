@@ -108,3 +108,24 @@ def jupyterlab(tmp_path_factory):
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+@pytest.fixture(scope="session")
+def book_site(tmp_path_factory):
+    """The static book (Jupyter Book over the real book), built once for the whole tier:
+    (book, html folder, its pages with index.html first, Sphinx's warnings)."""
+    try:
+        import jupyter_book  # noqa: F401
+    except ImportError:
+        if os.environ.get("SCALEDL_REQUIRE_BROWSER"):
+            pytest.fail("SCALEDL_REQUIRE_BROWSER is set (as .ci/run sets it) but Jupyter Book is not installed")
+        pytest.skip("the static book needs Jupyter Book: pip install -e '.[book]' (in [dev])")
+    from scaledl.book import load
+    from scaledl.book.html import build
+
+    book = load(ROOT)
+    out = tmp_path_factory.mktemp("site") / "html"
+    started = time.perf_counter()
+    pages = build(book, out)
+    print(f"\nstatic book built in {time.perf_counter() - started:.1f} s: {len(pages)} pages")
+    return book, out, pages, list(build.warnings)

@@ -3,12 +3,9 @@ introduces the book, a chapter's navigation links (its ``book-nav`` and ``book-i
 right pages and never to a solution, no answer (an answer-key cell, an answer-only code cell) shows, every
 figure has real alt text, and no explorer asks the reader to run a cell on a page that runs nothing.
 
-The site is built once for this file (`journey_site`): from the real book when its notebooks already have
-``book-nav`` cells, else from a copy of the book in which chapter 01 gets the cells that
-``scaledl book journey`` would add (same link forms: relative to the notebook a reader opens). The `site`
-fixture of test_site.py cannot be shared from here (a fixture imported into another module is a second
-fixture, built again); moving it to conftest.py would let both files use one build. Measured on two busy
-cores: the build 17-40 s, the tests after it 5-15 s.
+The site is the tier's one build of the real book (conftest.py's `book_site`, shared with test_site.py) when
+its notebooks have ``book-nav`` cells, else a build of a copy of the book in which chapter 01 gets the cells
+that ``scaledl book journey`` would add (same link forms: relative to the notebook a reader opens).
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ from __future__ import annotations
 import functools
 import html
 import http.server
-import os
 import posixpath
 import re
 import shutil
@@ -76,21 +72,17 @@ def _book_with_one_nav_cell(root: Path):
 
 
 @pytest.fixture(scope="session")
-def journey_site(tmp_path_factory):
-    """(book, html folder, Sphinx's warnings, chapters with a book-nav cell): one build for this file."""
-    try:
-        import jupyter_book  # noqa: F401
-    except ImportError:
-        if os.environ.get("SCALEDL_REQUIRE_BROWSER"):
-            pytest.fail("SCALEDL_REQUIRE_BROWSER is set (as .ci/run sets it) but Jupyter Book is not installed")
-        pytest.skip("the static book needs Jupyter Book: pip install -e '.[book]' (in [dev])")
+def journey_site(book_site, tmp_path_factory):
+    """(book, html folder, Sphinx's warnings, chapters with a book-nav cell)."""
+    book, out, _, warnings = book_site
+    nav = _nav_chapters(book)
+    if nav:  # the real book has its journey cells: the tier's one build serves (conftest.py)
+        return book, out, warnings, nav[:MAX_NAV_PAGES]
+    # no notebook has its journey cells yet: add them to one chapter of a copy, and build that
     from scaledl.book.html import build
 
-    book = load(ROOT)
+    book = _book_with_one_nav_cell(tmp_path_factory.mktemp("book"))
     nav = _nav_chapters(book)
-    if not nav:  # no notebook has its journey cells yet: add them to one chapter of a copy
-        book = _book_with_one_nav_cell(tmp_path_factory.mktemp("book"))
-        nav = _nav_chapters(book)
     out = tmp_path_factory.mktemp("journey-site") / "html"
     build(book, out)
     return book, out, list(build.warnings), nav[:MAX_NAV_PAGES]

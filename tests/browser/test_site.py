@@ -2,8 +2,8 @@
 and previous work, MathJax (bundled) typesets every formula, search finds a term, and no page shows solution
 code or answer-key text.
 
-The site is built once per session (`site` fixture: Jupyter Book over the real book, about 15-25 s on two
-cores) and served from a local HTTP server; Chromium is given no route to the network except 127.0.0.1, so
+The site is built once per session (conftest.py's `book_site`, shared with test_journey_site.py: Jupyter Book
+over the real book, about 15-25 s on two cores) and served from a local HTTP server; Chromium is given no route to the network except 127.0.0.1, so
 anything a page fetched from a CDN would fail and show up as a console error. The solution scan reads the
 built HTML and needs no browser. Measured on two busy cores: the build 14-26 s, the whole file 45-75 s.
 """
@@ -13,10 +13,8 @@ from __future__ import annotations
 import functools
 import html
 import http.server
-import os
 import re
 import threading
-import time
 from pathlib import Path
 
 import nbformat
@@ -29,19 +27,9 @@ MIN_DISTINCTIVE_CHARS = 25  # shorter solution lines ("return x", "i = cuda.grid
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    try:
-        import jupyter_book  # noqa: F401
-    except ImportError:
-        if os.environ.get("SCALEDL_REQUIRE_BROWSER"):
-            pytest.fail("SCALEDL_REQUIRE_BROWSER is set (as .ci/run sets it) but Jupyter Book is not installed")
-        pytest.skip("the static book needs Jupyter Book: pip install -e '.[book]' (in [dev])")
-    from scaledl.book.html import build
-
-    out = tmp_path_factory.mktemp("site") / "html"
-    started = time.perf_counter()
-    pages = build(load(ROOT), out)
-    print(f"\nstatic book built in {time.perf_counter() - started:.1f} s: {len(pages)} pages")
+def site(book_site):
+    """(html folder, pages): the tier's one build (conftest.py's ``book_site``)."""
+    _, out, pages, _ = book_site
     return out, pages
 
 
