@@ -156,3 +156,18 @@ def test_the_helpers_reproduce_the_labs_metadata():
         G.new_test_cell("Task 1.1", 0, "lab03")
 
 
+
+
+def test_a_lab_that_trains_gets_a_numba_cache_every_student_reuses(tmp_path):
+    assert G.numba_cache_seed(G.load_lab("lab03"), tmp_path / "none") is None  # no scaledl.nn: nothing to seed
+    cache = G.numba_cache_seed(G.load_lab("lab06"), tmp_path)
+    assert cache is not None and sorted(p.name.split("-")[0] for p in cache.rglob("*.nbi")) == [
+        "ops._exp1", "ops._exp_into", "ops._log1", "ops._log_into", "ops._matmul_into", "ops._softmax_xent",
+        "ops._sum_rows_into"]
+    before = sorted(p.relative_to(cache) for p in cache.rglob("*"))
+    code = ("from scaledl import nn\n"
+            "nn.train(nn.mlp([64, 16, 10], seed=0), nn.digits(), steps=2, batch_size=8)\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "NUMBA_CACHE_DIR": str(cache), "SCALEDL_BACKEND": "simulator"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert sorted(p.relative_to(cache) for p in cache.rglob("*")) == before, "training compiled what the seed lacked"

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -160,8 +161,30 @@ def judge(lab: Lab, grade: Grade, inputs: dict, outputs_dir: Path, bypass: dict,
                 grade.points[gid], grade.messages[gid] = lab.points[gid], "passed"
 
 
-def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limits=None):
-    """Grade one submission; returns (Grade, notebook as run or None). Never raises for what it holds."""
+def numba_cache_seed(lab: Lab, folder: Path) -> Path | None:
+    """A Numba cache under ``folder`` holding scaledl.nn's compiled kernels, for a lab whose notebook trains with
+    scaledl.nn (else None): compiled once per batch, outside the sandbox, by a process with nothing of the
+    instructor's environment, and copied into each student's sandbox (``NUMBA_CACHE_DIR``), where the same
+    read-only package makes every entry a hit. Without it every student's kernel compiles the same code for
+    several CPU-seconds. A failure only costs that time: None."""
+    if not any(c.cell_type == "code" and "scaledl.nn" in c.source for c in lab.solution.cells):
+        return None
+    cache = Path(folder) / "numba-cache"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder), "NUMBA_CACHE_DIR": str(cache),
+           "SCALEDL_BACKEND": "simulator", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
+    try:
+        subprocess.run([sys.executable, "-c", "from scaledl.nn import ops; ops.precompile()"], env=env,
+                       cwd=folder, capture_output=True, timeout=300, check=True)
+    except (OSError, subprocess.SubprocessError):
+        shutil.rmtree(cache, ignore_errors=True)
+        return None
+    return cache if cache.is_dir() else None
+
+
+def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limits=None,
+              numba_cache: Path | None = None):
+    """Grade one submission; returns (Grade, notebook as run or None). Never raises for what it holds.
+    ``numba_cache``: a cache from :func:`numba_cache_seed`, copied into the sandbox."""
     from scaledl.course import review as R
 
     g = Grade(sub.student, sub.path, {gid: 0.0 for gid in lab.tasks})
@@ -190,6 +213,8 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
             inputs[gid] = exchange.roundtrip(task.make_inputs(_seed(batch_seed, sub.student, gid)))
             exchange.save(produce.inputs_path(work / "grade", gid), inputs[gid])
         (work / "home").mkdir()
+        if numba_cache is not None:
+            shutil.copytree(numba_cache, work / "home" / ".numba")
         nbformat.write(nb, work / "graded.ipynb")
         inside = sandbox.workdir_inside(work)
         argv = [sys.executable, "-m", "scaledl.course.worker", "graded.ipynb", "--timeout", f"{timeout_s:g}",
@@ -305,10 +330,14 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
     if progress:
         progress(f"grading {len(subs)} notebook(s) of {lab.id}; sandbox: {box.describe()}")
 
+    scratch = Path(tempfile.mkdtemp(prefix="scaledl-batch-"))
+    numba_cache = numba_cache_seed(lab, scratch) if subs else None
+
     def one(sub):
         start = time.perf_counter()
         try:
-            g, ran = grade_one(sub, lab, box, timeout_s=timeout_s, batch_seed=batch_seed, limits=limits)
+            g, ran = grade_one(sub, lab, box, timeout_s=timeout_s, batch_seed=batch_seed, limits=limits,
+                               numba_cache=numba_cache)
         except Exception as err:  # a grader bug must not cost the other students their rows
             g, ran = Grade(sub.student, sub.path, {t: 0.0 for t in lab.points}, status="CRASHED",
                            details=[f"grader error: {type(err).__name__}: {str(err)[:300]}"]), None
@@ -333,6 +362,7 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
                 progress(f"[{k + 1}/{len(subs)}] {g.student}: {g.total:g}/{lab.maximum:g} points, {g.status}"
                          + (f" ({g.detail[:120]})" if g.detail else "") + f", {g.seconds:.0f} s")
     partial.close()
+    shutil.rmtree(scratch, ignore_errors=True)
     left = box.sweep()
     if left and progress:
         progress(f"killed {len(left)} process(es) left by graded notebooks: {left[:10]}")
