@@ -100,7 +100,8 @@ def _schedule_judge(inp, out):
 # --- Task 2.1: the ring over MPI --------------------------------------------------------------------------------
 
 MPI_RANKS = 4
-MPI_TIMEOUT_s = 40.0   # a 4-rank run of three lengths takes a few seconds; past this it is a deadlock
+MPI_TIMEOUT_s = 40.0   # start-up and calls: a 4-rank run of three lengths takes a few seconds on a busy machine
+MPI_CALL_TIMEOUT_s = 15.0  # from the moment every rank has started: the three calls take well under a second
 EAGER_FLOATS = 16_384  # 64 KiB of float32, MPICH's largest eager size: a block above it must be received
 
 
@@ -119,7 +120,8 @@ def _odd(rng, lo: int, hi: int) -> int:
 def _mpi_inputs(rng):
     lengths = [_odd(rng, 1, 9), _odd(rng, 1_000, 2_000),
                _odd(rng, 120_001, 130_000)]  # blocks of ~30 000 floats: past the eager limit
-    return {"ranks": MPI_RANKS, "lengths": lengths, "seed": int(rng.integers(2**31)), "timeout_s": MPI_TIMEOUT_s}
+    return {"ranks": MPI_RANKS, "lengths": lengths, "seed": int(rng.integers(2**31)), "timeout_s": MPI_TIMEOUT_s,
+            "call_timeout_s": MPI_CALL_TIMEOUT_s}
 
 
 def _mpi_produce(ns, inp):
@@ -128,7 +130,8 @@ def _mpi_produce(ns, inp):
     f = student(ns, "ring_allreduce_mpi")
     p, seed = int(inp["ranks"]), int(inp["seed"])
     xs = [[_mpi_data(seed, r, int(n)) for r in range(p)] for n in inp["lengths"]]
-    run = call_on_ranks(f, xs, timeout_s=float(inp["timeout_s"]))
+    call_s = inp.get("call_timeout_s")
+    run = call_on_ranks(f, xs, timeout_s=float(inp["timeout_s"]), call_timeout_s=None if call_s is None else float(call_s))
     out = {"status": run.status, "log": run.log}
     for i, row in enumerate(run.results):
         for r, got in enumerate(row):
@@ -137,13 +140,19 @@ def _mpi_produce(ns, inp):
     return out
 
 
+def _limits(inp) -> str:
+    call_s = inp.get("call_timeout_s")
+    whole = f"{float(inp['timeout_s']):g} s"
+    return whole if call_s is None else f"{float(call_s):g} s of the ranks starting ({whole} in all)"
+
+
 def _mpi_judge(inp, out):
     t = "Task 2.1"
     status = out.get("status")
     log = out.get("log") if isinstance(out.get("log"), str) else ""
     if status == "timeout":
         raise AssertionError(
-            f"{t}: timed out (deadlock?): no result within {float(inp['timeout_s']):g} s at {inp['ranks']} ranks, "
+            f"{t}: timed out (deadlock?): no result within {_limits(inp)} at {inp['ranks']} ranks, "
             f"lengths {inp['lengths']}. Every rank is blocked in a send that waits for its neighbour's receive, and "
             "the neighbour is itself sending: MPICH buffers small messages (so the bug hides at small sizes) but not "
             "large ones. Use comm.Sendrecv(sendbuf, dest=right, recvbuf=..., source=left), or post comm.Irecv "

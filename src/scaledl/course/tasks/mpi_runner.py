@@ -10,7 +10,10 @@ and saves what it returned; the results are read back as arrays, so nothing but 
 The limit matters because the classic bug of the ring is a deadlock (every rank in ``Send``, nobody in
 ``Recv``): mpiexec is started in a session of its own and, past ``timeout_s``, its process group and every
 process below it (Hydra's proxy and the ranks, which run in sessions of their own) are killed with SIGKILL,
-and the run reads as ``"timeout"``.
+and the run reads as ``"timeout"``. Deadlocked MPICH ranks do not sleep, they poll, each burning a core, so
+``call_timeout_s`` (optional) is a second, shorter limit that starts once every rank has started (they pass
+a barrier after their imports and rank 0 writes a file): a loaded machine slows the start-up, which the
+long limit covers, while the calls themselves take well under a second when nothing is wrong.
 
 Scratch files go under :func:`tempfile.mkdtemp` (``$TMPDIR`` or ``/tmp``): the grading sandbox leaves only the
 working directory and ``/tmp`` writable, and the ranks talk over shared memory, so its loopback-only network
@@ -27,12 +30,15 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 LOG_CHARS = 3000  # the tail of the ranks' output kept for a message: a traceback, not a flood
+READY_FILE = "ranks.ready"  # written by rank 0 once every rank has started (call_on_ranks' driver)
+POLL_s = 0.1
 
 _MODULE = "student_mpi"
 _DRIVER = '''
@@ -44,6 +50,9 @@ sys.path.insert(0, {folder!r})
 from {module} import {function} as yours
 
 rank = MPI.COMM_WORLD.Get_rank()
+MPI.COMM_WORLD.Barrier()  # every rank has started: the parent's clock for the calls starts now
+if rank == 0:
+    open({ready!r}, "w").close()
 for call in range({calls}):
     x = np.load(f"{folder}/x_c{{call}}_r{{rank}}.npy", allow_pickle=False)
     got = np.asarray(yours(MPI.COMM_WORLD, x.copy()))
@@ -124,11 +133,14 @@ def kill_tree(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float) -> tuple[str, str]:
+def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float,
+              call_timeout_s: float | None = None) -> tuple[str, str]:
     """Run ``mpiexec -n p python -m mpi4py script`` in ``folder``; (status, the tail of its output).
 
     ``python -m mpi4py`` turns an exception in one rank into ``MPI_Abort``, so the others do not wait for it
-    forever. Status "timeout" means the process group was killed after ``timeout_s``.
+    forever. Status "timeout" means the process group was killed after ``timeout_s``, or ``call_timeout_s``
+    after the script wrote ``folder / READY_FILE`` (the driver of :func:`call_on_ranks` does, once every rank
+    has started).
 
     Raises:
         FileNotFoundError: no mpiexec (the ``mpich`` wheel: ``pip install 'scaledl[mpi]'``).
@@ -146,11 +158,18 @@ def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float) -> tuple[
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=folder,
                                 env=env, start_new_session=True)
+        start, ready_at, status = time.monotonic(), None, None
         try:
-            proc.wait(timeout=timeout_s)
-            status = "ok" if proc.returncode == 0 else "error"
-        except subprocess.TimeoutExpired:
-            status = "timeout"
+            while status is None:
+                try:
+                    proc.wait(timeout=POLL_s)
+                    status = "ok" if proc.returncode == 0 else "error"
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic()
+                    if ready_at is None and call_timeout_s is not None and (folder / READY_FILE).exists():
+                        ready_at = now
+                    if now - start > timeout_s or (ready_at is not None and now - ready_at > call_timeout_s):
+                        status = "timeout"
         except BaseException:  # KeyboardInterrupt in the notebook: leave no rank behind either
             kill_tree(proc)
             raise
@@ -160,9 +179,11 @@ def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float) -> tuple[
     return status, text[-LOG_CHARS:]
 
 
-def call_on_ranks(function, inputs: list[list[np.ndarray]], *, timeout_s: float) -> MPIRun:
+def call_on_ranks(function, inputs: list[list[np.ndarray]], *, timeout_s: float,
+                  call_timeout_s: float | None = None) -> MPIRun:
     """Call ``function(comm, x)`` on every rank, once per entry of ``inputs`` (``inputs[call][rank]`` is that
-    rank's ``x``), in one ``mpiexec`` run of ``len(inputs[0])`` ranks.
+    rank's ``x``), in one ``mpiexec`` run of ``len(inputs[0])`` ranks, within ``timeout_s`` in all and, when
+    given, ``call_timeout_s`` from the moment every rank has started.
 
     Raises:
         ValueError: ``inputs`` is empty or its calls name different numbers of ranks.
@@ -182,8 +203,8 @@ def call_on_ranks(function, inputs: list[list[np.ndarray]], *, timeout_s: float)
                 np.save(folder / f"x_c{c}_r{r}.npy", np.asarray(x), allow_pickle=False)
         script = folder / "driver.py"
         script.write_text(_DRIVER.format(folder=str(folder), module=_MODULE, function=function.__name__,
-                                         calls=len(inputs)), encoding="utf-8")
-        status, log = run_ranks(p, script, folder=folder, timeout_s=timeout_s)
+                                         calls=len(inputs), ready=str(folder / READY_FILE)), encoding="utf-8")
+        status, log = run_ranks(p, script, folder=folder, timeout_s=timeout_s, call_timeout_s=call_timeout_s)
         results = []
         for c in range(len(inputs)):
             row = []
