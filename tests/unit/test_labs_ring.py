@@ -126,7 +126,8 @@ def test_mpi_check_passes_a_sendrecv_ring_and_times_it():
 
 @needs_mpiexec
 def test_mpi_check_reports_a_deadlock_instead_of_hanging():
-    res = L.check_mpi_allreduce(deadlocking_mpi, ranks=(2,), lengths=(7, 100_003), timeout_s=15, report=None)
+    # 8 s, not more: this ring never finishes, so any limit reports it, and its ranks spin while they wait.
+    res = L.check_mpi_allreduce(deadlocking_mpi, ranks=(2,), lengths=(7, 100_003), timeout_s=8, report=None)
     assert not res.passed and "deadlocked" in str(res)
     assert any("Sendrecv" in h for h in res.hints)
 
