@@ -237,16 +237,20 @@ def mpich_env(algorithm: str = "auto") -> dict[str, str]:
     return {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algorithm, "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
 
 
-def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float = 60.0) -> str:
+def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float = 60.0,
+           ready_file: str | os.PathLike | None = None, call_timeout_s: float | None = None) -> str:
     """Run ``mpiexec -n p python ARGS`` and return its standard output.
 
-    The package's own directory is put on PYTHONPATH so the ranks import this scaledl.
+    The package's own directory is put on PYTHONPATH so the ranks import this scaledl. With ``ready_file``
+    and ``call_timeout_s``, a second, shorter limit starts when the ranks create that file (a script does
+    once every rank has started, after a barrier): start-up on a loaded machine gets ``timeout_s``, the work
+    ``call_timeout_s``. Deadlocked MPICH ranks poll rather than sleep, a core each, so it pays to stop them early.
 
     Raises:
         ModuleNotFoundError: no mpi4py, which the ranks import (``pip install 'scaledl[mpi]'``).
         FileNotFoundError: no mpiexec (the ``mpich`` wheel: ``pip install 'scaledl[mpi]'``).
-        TimeoutError: the ranks did not finish within ``timeout_s`` (a deadlock, or an oversubscribed
-            machine); they are killed first.
+        TimeoutError: the ranks did not finish within ``timeout_s``, or ``call_timeout_s`` after the ready
+            file appeared (a deadlock, or an oversubscribed machine); they are killed first.
         RuntimeError: a rank failed; the message carries its output.
     """
     import importlib.util
@@ -263,13 +267,23 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
     cmd = [exe, "-n", str(int(p)), sys.executable, *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env,
                             start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and the ranks it started: the group we created
-        out, _ = proc.communicate()
-        raise TimeoutError(f"mpiexec -n {p} did not finish within {timeout_s} s (deadlock?); output:\n"
-                           f"{out[-2000:]}") from None
+    watch = ready_file is not None and call_timeout_s is not None
+    start, ready_at = time.monotonic(), None
+    while True:
+        try:  # communicate() may be called again after a timeout without losing output
+            out, _ = proc.communicate(timeout=0.1 if watch else timeout_s)
+            break
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if watch and ready_at is None and os.path.exists(ready_file):
+                ready_at = now
+            late = ready_at is not None and now - ready_at > call_timeout_s
+            if late or now - start > timeout_s:
+                os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and the ranks it started: the group we created
+                out, _ = proc.communicate()
+                limit = f"{call_timeout_s:g} s of the ranks starting" if late else f"{timeout_s} s"
+                raise TimeoutError(f"mpiexec -n {p} did not finish within {limit} (deadlock?); output:\n"
+                                   f"{out[-2000:]}") from None
     if proc.returncode != 0:
         raise RuntimeError(f"mpiexec -n {p} {' '.join(args)} failed with exit code {proc.returncode}:\n"
                            f"{out[-4000:]}")

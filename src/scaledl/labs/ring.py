@@ -152,6 +152,9 @@ sys.path.insert(0, {folder!r})
 from {module} import {function} as yours
 comm = MPI.COMM_WORLD
 rank, p = comm.Get_rank(), comm.Get_size()
+comm.Barrier()  # every rank has started: the parent's clock for the calls starts now
+if rank == 0:
+    open({ready!r}, "w").close()
 for length in {lengths!r}:
     x = np.random.default_rng(rank + 10 * length).integers(-8, 8, length).astype(np.float32)
     want = np.empty_like(x)
@@ -193,7 +196,8 @@ if rank == 0:
 
 
 def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time_bytes: int = 1 << 20,
-                        repeats: int = 3, timeout_s: float = 30.0, report=sys.stdout) -> CheckResult:
+                        repeats: int = 3, timeout_s: float = 30.0, call_timeout_s: float | None = None,
+                        report=sys.stdout) -> CheckResult:
     """Run ``function(comm, x)`` (the student's all-reduce, defined in the notebook) under ``mpiexec`` at each
     rank count, compare it with ``MPI.Allreduce`` on float32 vectors of small integers (exact in any order) at
     ``lengths``, and time both at ``time_bytes``. A rank count that does not finish within ``timeout_s`` is
@@ -215,13 +219,17 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
         driver = Path(folder) / "driver.py"
         driver.write_text(_DRIVER.format(folder=folder, module="student_allreduce", function=function.__name__,
                                          lengths=tuple(int(n) for n in lengths), shown=MAX_SHOWN,
-                                         time_length=int(time_bytes) // 4, repeats=int(repeats)))
+                                         time_length=int(time_bytes) // 4, repeats=int(repeats),
+                                         ready=str(Path(folder) / "ranks.ready")))
+        limit = f"{timeout_s:g} s" if call_timeout_s is None else f"{call_timeout_s:g} s of the ranks starting"
         for p in ranks:
+            (Path(folder) / "ranks.ready").unlink(missing_ok=True)
             try:
-                out = launch(p, [str(driver)], timeout_s=timeout_s)
+                out = launch(p, [str(driver)], timeout_s=timeout_s, ready_file=Path(folder) / "ranks.ready",
+                             call_timeout_s=call_timeout_s)
             except TimeoutError:
                 result.passed = False
-                result.lines.append(f"FAIL p = {p}: no result within {timeout_s:g} s: the ranks deadlocked")
+                result.lines.append(f"FAIL p = {p}: no result within {limit}: the ranks deadlocked")
                 hints.append("a deadlock: every rank is blocked in a send that waits for its neighbour to post "
                              "the matching receive, and the neighbour is itself blocked sending. MPICH buffers "
                              "small messages (so the bug hides at small sizes) but not large ones. Use "
