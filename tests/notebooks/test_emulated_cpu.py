@@ -50,7 +50,7 @@ def generic_numba_cache(tmp_path_factory):
 def test_training_notebooks_reproduce_their_outputs_on_another_cpu(notebook, generic_numba_cache):
     env = {**os.environ, **plain_cpu_env(), "SCALEDL_BACKEND": "simulator",
            "NUMBA_CACHE_DIR": str(generic_numba_cache)}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "scaledl._startup", "--nbval",
            "--nbval-sanitize-with", str(ROOT / "tests/notebooks/sanitize.cfg"), "--nbval-cell-timeout", "900",
            str(ROOT / notebook)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)

@@ -1,12 +1,12 @@
-"""The grading worker (scaledl.course.worker) starts once per student: what it imports stays cheap."""
+"""Processes the book starts many times (the grading worker, once per student; the scaledl command) skip
+jsonschema's slow IRI parsers (scaledl._startup) and still validate notebooks."""
 
 import subprocess
 import sys
 
 CODE = """
 import sys
-from scaledl.course import worker
-worker._skip_iri_format_checkers()
+from scaledl import _startup
 import jsonschema, nbclient, nbformat
 print(sys.modules.get("rfc3987_syntax", "absent"))
 nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
@@ -26,3 +26,14 @@ def test_the_worker_skips_the_iri_parsers_and_still_validates_notebooks():
     lines = out.stdout.strip().splitlines()
     assert lines[-2] == "None", f"rfc3987_syntax was imported: {lines}"
     assert lines[-1] == "invalid notebook rejected"
+
+
+def test_the_worker_and_the_command_load_it_before_nbformat():
+    from pathlib import Path
+
+    import scaledl
+
+    src = Path(scaledl.__file__).parent
+    worker = (src / "course" / "worker.py").read_text()
+    assert worker.index("from scaledl import _startup") < worker.index("import nbformat")
+    assert (src / "__main__.py").read_text().startswith("from scaledl import _startup")

@@ -33,19 +33,9 @@ def _cap(cell) -> None:
                 data[mime] = value[:OUTPUT_CAP_CHARS]
 
 
-def _skip_iri_format_checkers() -> None:
-    """Keep jsonschema (imported by nbformat) from loading ``rfc3987_syntax``, which builds some 40 Earley
-    parsers for the "iri" string formats at import: about a second of CPU in every worker, once per student,
-    for formats no notebook schema uses (python-jsonschema/jsonschema issue #1428). jsonschema treats the
-    module as absent and leaves those two formats unchecked; nothing else changes."""
-    import sys
-
-    sys.modules.setdefault("rfc3987_syntax", None)
-
-
 def execute(path: Path, *, timeout_s: float, cell_timeout_s: float, hidden: set[str]) -> dict:
     """Run the notebook at ``path``; returns what ``worker.json`` records."""
-    _skip_iri_format_checkers()
+    from scaledl import _startup  # noqa: F401  (jsonschema without its slow IRI parsers: see there)
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
