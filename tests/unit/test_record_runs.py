@@ -161,3 +161,14 @@ def test_bad_rows_and_bad_view_arguments_say_what_was_expected():
         scaling_curve("run", [8])
     assert math.isfinite(r.error)
     assert isinstance(r.run, DataParallelRun)
+
+
+def test_node_doublings_double_from_one_node_and_end_at_the_run():
+    from scaledl.comm.record_runs import node_doublings
+
+    assert node_doublings(8, 256) == [8, 16, 32, 64, 128, 256]
+    assert node_doublings(4, 1088) == [4, 8, 16, 32, 64, 128, 256, 512, 1024, 1088]
+    assert node_doublings(4, 4) == [4]
+    for bad in ((0, 8), (8, 4), (8.0, 64), (True, 8)):
+        with pytest.raises(ValueError):
+            node_doublings(*bad)

@@ -44,8 +44,8 @@ from scaledl.perf import hardware
 from scaledl.perf.progress import IMAGENET_TRAIN_IMAGES
 
 __all__ = ["TOLERANCE", "FIGURE_KINDS", "Published", "RecordRun", "RECORD_RUNS", "record", "table",
-           "scaling_curve", "view_scaling", "A100_RESNET50", "P100_INCEPTION3", "INCEPTION3_PARAMS",
-           "ETHERNET_LATENCY_s", "P100_BATCH32_CHECK"]
+           "node_doublings", "scaling_curve", "view_scaling", "A100_RESNET50", "P100_INCEPTION3",
+           "INCEPTION3_PARAMS", "ETHERNET_LATENCY_s", "P100_BATCH32_CHECK"]
 
 # The tolerance the chapter states: a prediction within 25 % of the published figure counts as a hit.
 TOLERANCE = 0.25
@@ -182,6 +182,13 @@ _HOROVOD = ("Sergeev and Del Balso, \"Horovod: fast and easy distributed deep le
 _MLPERF = ("MLPerf Training v0.7 (MLCommons, 2020), closed division, NVIDIA; result logs in "
            "github.com/mlcommons/training_results_v0.7")
 
+# The runs with two published figures each: one description, two rows.
+_AKIBA_RUN = DataParallelRun(P100_RESNET50, gpus=1024, gpus_per_node=8, nics_per_node=2, nic_Bps=56e9 / 8,
+                             batch=32, gradient_bytes=2, algorithm="hierarchical")
+_MLPERF_RUN = DataParallelRun(A100_RESNET50, gpus=MLPERF07_N96["gpus"], gpus_per_node=8, intra_Bps=300e9,
+                              nics_per_node=8, nic_Bps=200e9 / 8, batch=MLPERF07_N96["batch"], gradient_bytes=2,
+                              algorithm="hierarchical", bucket_B=64 * 2 ** 20)
+
 RECORD_RUNS: tuple[RecordRun, ...] = (
     RecordRun(
         "Goyal et al. 2017",
@@ -197,8 +204,7 @@ RECORD_RUNS: tuple[RecordRun, ...] = (
         "assumed (ETHERNET_LATENCY_s)"),
     RecordRun(
         "Akiba et al. 2017",
-        DataParallelRun(P100_RESNET50, gpus=1024, gpus_per_node=8, nics_per_node=2, nic_Bps=56e9 / 8,
-                        batch=32, gradient_bytes=2, algorithm="hierarchical"),
+        _AKIBA_RUN,
         Published(0.80, "efficiency", f"{_MIKAMI}, table of GPU scaling efficiencies (Akiba et al.: 1024 P100, "
                   "InfiniBand FDR, 80 %)", f"{_NVIDIA_BLOG}; Akiba et al.'s own text not read offline"),
         "1024 P100 (abstract), 128 nodes of 8 with two FDR InfiniBand links of 56 Gb/s each (NVIDIA GTC 2018 "
@@ -207,8 +213,7 @@ RECORD_RUNS: tuple[RecordRun, ...] = (
         "inside the node (topology.NVLINK1_P100_LINK_Bps)"),
     RecordRun(
         "Akiba et al. 2017, 15 minutes",
-        DataParallelRun(P100_RESNET50, gpus=1024, gpus_per_node=8, nics_per_node=2, nic_Bps=56e9 / 8,
-                        batch=32, gradient_bytes=2, algorithm="hierarchical"),
+        _AKIBA_RUN,
         Published(_samples_per_s(90, 15 * 60), "samples_per_s", f"{_AKIBA}, abstract: 90 epochs in 15 minutes "
                   "on 1024 P100 = 90 x 1,281,167 images / 900 s", "abstract read offline (arXiv listing)"),
         "as the row above",
@@ -245,10 +250,7 @@ RECORD_RUNS: tuple[RecordRun, ...] = (
         "where the paper's figure is against one GPU"),
     RecordRun(
         "MLPerf v0.7, NVIDIA, 768 A100",
-        DataParallelRun(A100_RESNET50, gpus=MLPERF07_N96["gpus"], gpus_per_node=8, intra_Bps=300e9,
-                        nics_per_node=8, nic_Bps=200e9 / 8, batch=MLPERF07_N96["batch"],
-                        reference_batch=MLPERF07_N1["batch"], gradient_bytes=2, algorithm="hierarchical",
-                        bucket_B=64 * 2 ** 20),
+        _MLPERF_RUN.replace(reference_batch=MLPERF07_N1["batch"]),
         Published((_samples_per_s(MLPERF07_N96["epochs"], MLPERF07_N96["seconds"]) / MLPERF07_N96["gpus"])
                   / (_samples_per_s(MLPERF07_N1["epochs"], MLPERF07_N1["seconds"]) / MLPERF07_N1["gpus"]),
                   "efficiency", f"{_MLPERF}: per-GPU images/s of 96 DGX A100 (59 epochs in 63.2 s at 45 per "
@@ -264,9 +266,7 @@ RECORD_RUNS: tuple[RecordRun, ...] = (
                "than in a 40-minute one"),
     RecordRun(
         "MLPerf v0.7, time to train",
-        DataParallelRun(A100_RESNET50, gpus=MLPERF07_N96["gpus"], gpus_per_node=8, intra_Bps=300e9,
-                        nics_per_node=8, nic_Bps=200e9 / 8, batch=MLPERF07_N96["batch"], gradient_bytes=2,
-                        algorithm="hierarchical", bucket_B=64 * 2 ** 20),
+        _MLPERF_RUN,
         Published(_samples_per_s(MLPERF07_N96["epochs"], MLPERF07_N96["seconds"]), "samples_per_s",
                   f"{_MLPERF}, dgxa100_n96 result_0: 59 epochs in 63.2 s = 59 x 1,281,167 images / 63.181 s",
                   "result log read offline"),
@@ -301,6 +301,17 @@ def table(runs=RECORD_RUNS) -> str:
     return "\n".join(lines)
 
 
+def node_doublings(per_node: int, up_to: int) -> list[int]:
+    """GPU counts from one node of ``per_node`` GPUs, doubling, up to ``up_to``, and ``up_to`` itself when it
+    is not on the way (1088 GPUs in nodes of 4: 4, 8, ..., 1024, 1088)."""
+    if isinstance(per_node, bool) or not isinstance(per_node, numbers.Integral) or per_node < 1:
+        raise ValueError(f"per_node must be a positive int, got {per_node!r}")
+    if isinstance(up_to, bool) or not isinstance(up_to, numbers.Integral) or up_to < per_node:
+        raise ValueError(f"up_to must be an int >= per_node={per_node}, got {up_to!r}")
+    counts = [per_node * 2 ** k for k in range(int(math.log2(up_to // per_node)) + 1)]
+    return counts if counts[-1] == up_to else counts + [int(up_to)]
+
+
 def scaling_curve(run: DataParallelRun, gpu_counts) -> np.ndarray:
     """The model's scaling efficiency of ``run`` at each GPU count (whole nodes), against one node."""
     if not isinstance(run, DataParallelRun):
@@ -330,7 +341,7 @@ def view_scaling(nic_Gbps: float = 50.0, algorithm: str = "hierarchical", max_gp
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, numbers.Integral) or max_gpus < per_node:
         raise ValueError(f"max_gpus must be an int >= gpus_per_node={per_node}, got {max_gpus!r}")
     run = r.run.replace(nic_Bps=nic_Gbps * 1e9 / 8, algorithm=algorithm)
-    counts = [per_node * 2 ** k for k in range(int(math.log2(max_gpus // per_node)) + 1)]
+    counts = node_doublings(per_node, max_gpus)
     eff = scaling_curve(run, counts)
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     ax.plot(counts, eff * 100, "o-", label=f"model: {nic_Gbps:g} Gb/s per NIC, {algorithm}")
