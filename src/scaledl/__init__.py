@@ -22,6 +22,7 @@ Importing the package takes the backend decision (see :mod:`scaledl.device`) bef
 import os as _os
 import sys as _sys
 
+from scaledl import _compat  # noqa: F401  (mends for dependency releases that do not fit; see the module)
 from scaledl import device as device
 from scaledl.device import backend, sized
 

@@ -79,6 +79,11 @@ def doctor(out=sys.stdout) -> int:
         elif not dist.startswith("cupy"):
             lines.append(f"{dist:<12} NOT INSTALLED")
     lines.append(f"colab        {'yes' if in_colab() else 'no'}")
+    from scaledl import _compat
+
+    if _compat.ROW_STACK_RESTORED:
+        lines.append(f"mended       numpy {_version('numpy')} has no np.row_stack, which numba-cuda's GPU compiler "
+                     "overloads (numba-cuda <= 0.30.4): scaledl restored it as np.vstack (scaledl._compat)")
     versions = dict(driver=d.gpu.driver_cuda_version if d.gpu is not None else None,
                     toolkit=drift.installed(drift.TOOLKIT_DISTS), nvjitlink=drift.installed(drift.NVJITLINK_DISTS),
                     nvvm=drift.installed(drift.NVVM_DISTS))

@@ -165,7 +165,11 @@ def out_of_range(dist: str = "scaledl") -> list[Drift]:
     from packaging.requirements import Requirement
 
     found = []
-    for text in importlib.metadata.requires(dist) or []:
+    try:
+        requirements = importlib.metadata.requires(dist) or []
+    except importlib.metadata.PackageNotFoundError:  # a checkout on PYTHONPATH: no metadata, nothing to compare
+        return found
+    for text in requirements:
         req = Requirement(text)
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
             continue  # an extra's requirement

@@ -67,12 +67,15 @@ def validate(out: Path, *, quick: bool = False, skip_notebooks: bool = False, on
               "options": {"quick": quick, "skip_notebooks": skip_notebooks, "only": only or [], "hosted": hosted},
               "facts": facts.collect(), "steps": {}}
     steps = report["steps"]
+    report_mod.write_partial(report, out)
     progress("2/4 tests/gpu")
     steps["tests"] = gpu_tests.run(root, out, progress=progress)
+    report_mod.write_partial(report, out)
     progress(f"   tests/gpu {steps['tests']['status']}: {steps['tests'].get('reason', '')}")
     progress("3/4 bench")
     steps["bench"] = bench_step.run(quick, progress=progress)
     progress(f"   bench {steps['bench']['status']} ({len(steps['bench']['rows'])} rows)")
+    report_mod.write_partial(report, out)
     progress("4/4 notebooks marked gpu in book.toml")
     if skip_notebooks:
         steps["notebooks"] = {"status": "skipped", "reason": "--skip-notebooks", "notebooks": []}
@@ -81,11 +84,13 @@ def validate(out: Path, *, quick: bool = False, skip_notebooks: bool = False, on
     if hosted:
         from scaledl.validate import hosted as hosted_mod
 
+        report_mod.write_partial(report, out)
         progress("hosted-notebook dry run: build the wheel, install it in a fresh venv")
         steps["hosted"] = hosted_mod.run(root, out, progress=progress)
     report["seconds"] = round(time.perf_counter() - start, 1)
     report["ok"] = bool(report["facts"]["smoke_ok"]) and all(s["status"] != "failed" for s in steps.values())
     js, md = report_mod.write(report, out)
+    (out / report_mod.PARTIAL).unlink(missing_ok=True)
     progress(f"{'PASSED' if report['ok'] else 'FAILED'}: report in {md} and {js.name}")
     return report
 

@@ -95,6 +95,17 @@ def markdown(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+PARTIAL = "report.partial.json"
+
+
+def write_partial(report: dict, folder: Path) -> Path:
+    """The steps finished so far, as ``report.partial.json``: what is left when a run is killed (a time limit
+    on a lent machine, a hung kernel). :func:`validate` removes it once the whole report is written."""
+    path = folder / PARTIAL
+    path.write_text(json.dumps(dict(report, complete=False), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
 def write(report: dict, folder: Path) -> tuple[Path, Path]:
     """Write ``report.json`` and ``report.md`` into ``folder`` (made if missing); return their paths."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The GPU checklist (../shared/GPU.md) in one command on a lent machine with no network.
+# Usage, from the repository root, with the wheels in .whl/ (the book's own and the Jupyter pieces the image
+# lacks; CONTRIBUTING says how to fetch them): OUT=/some/folder bash tools/gpu_session.sh [SECONDS]
+# Everything it learns lands in $OUT as at most 8 files: doctor.txt, nvidia-smi.txt, validate.log,
+# validate.tgz (report.json/.md, tests-gpu.xml, executed notebooks), hosted.log, hosted.tgz.
+set -u
+budget=${1:-300}  # seconds for `scaledl validate`; the hosted dry run then takes at most 2 x 50 s
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+start=$(date +%s)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    $(ls .whl/*.whl | grep -v '/scaledl-') || exit 3
+export PYTHONPATH="$PWD/src:/tmp/site"
+{ nvidia-smi; nvidia-smi -q | sed -n '1,40p'; } > "$OUT/nvidia-smi.txt" 2>&1
+python3 -m scaledl doctor > "$OUT/doctor.txt" 2>&1
+python3 -m pip list 2>/dev/null | grep -iE 'numba|cupy|cuda|numpy|ml.dtypes|ipykernel|nbclient|torch' >> "$OUT/doctor.txt"
+timeout -k 10 "$budget" python3 -m scaledl validate --out /tmp/validate \
+    --only 04 05 06 12 18 lab01 lab02 lab04 > "$OUT/validate.log" 2>&1
+echo "validate exit $? after $(( $(date +%s) - start )) s" >> "$OUT/validate.log"
+tar czf "$OUT/validate.tgz" -C /tmp validate
+# Hosted-notebook dry run: only the wheel (no checkout on the path, an empty folder) plus the Jupyter pieces,
+# on the image's own numpy/numba/CuPy, as Colab would run chapter 04 and lab 02.
+mkdir -p /tmp/hosted/site && cd /tmp/hosted || exit 4
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/hosted/site "$OLDPWD"/.whl/scaledl-*.whl
+PYTHONPATH="$OLDPWD/src" python3 -c "from scaledl.validate.hosted import DRIVER; open('driver.py', 'w').write(DRIVER)"
+for nb in chapters/04_writing_gemm_kernels.ipynb labs/solutions/lab02_tiled_gemm.ipynb; do
+  d=/tmp/hosted/$(basename "$nb" .ipynb); mkdir -p "$d"; cp "$OLDPWD/$nb" "$d/"
+  (cd "$d" && env -u SCALEDL_BOOK_ROOT PYTHONPATH=/tmp/hosted/site:/tmp/site timeout -k 5 50 \
+     python3 /tmp/hosted/driver.py "$(basename "$nb")") >> "$OUT/hosted.log" 2>&1
+  echo "$nb exit $?" >> "$OUT/hosted.log"
+done
+tar czf "$OUT/hosted.tgz" --exclude=hosted/site -C /tmp hosted
+echo "all done after $(( $(date +%s) - start )) s" >> "$OUT/validate.log"
