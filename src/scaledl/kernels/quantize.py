@@ -28,7 +28,7 @@ from numba import cuda
 from scaledl.numerics.formats import FloatFormat, get_format
 from scaledl.numerics.quantize import check_scale
 
-__all__ = ["quantize_reference", "quantize_v1_arith", "quantize_gpu", "THREADS_PER_BLOCK"]
+__all__ = ["quantize_reference", "quantize_v1_arith", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
 
 THREADS_PER_BLOCK = 128  # an elementwise kernel only needs enough warps per SM to hide memory latency
 
@@ -70,24 +70,49 @@ def quantize_v1_arith(x, out, inv_scale, scale, man_bits, emin, max_value, overf
     out[i] = q * scale
 
 
+def _launch_args(fmt, scale, saturate) -> tuple:
+    """The kernel's scalar arguments after ``x`` and ``out``; a ValueError for a format or scale it cannot do."""
+    spec = get_format(fmt)
+    if not isinstance(spec, FloatFormat) or not spec.signed or spec.ties != "even":
+        raise ValueError(f"fmt: the kernel handles signed float formats with ties to even, got {spec.name!r}")
+    s = float(check_scale(scale))  # a scalar scale; per-block scales belong to a blocked kernel
+    if saturate or not spec.has_nan:
+        overflow = spec.max_value
+    else:
+        overflow = math.inf if spec.has_inf else math.nan
+    return 1.0 / s, s, spec.man_bits, spec.emin, spec.max_value, overflow
+
+
+def quantize_into(x, out, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK):
+    """Launch :func:`quantize_v1_arith` on 1-D float32 arrays already in place (device arrays on a GPU, no
+    allocation and no copy), so that a benchmark times the kernel alone; returns ``out``.
+
+    Raises:
+        ValueError: as :func:`quantize_gpu`, or ``x`` and ``out`` not 1-D arrays of one length.
+        TypeError: ``x`` or ``out`` not float32.
+    """
+    args = _launch_args(fmt, scale, saturate)
+    for name, a in (("x", x), ("out", out)):
+        if np.dtype(getattr(a, "dtype", None)) != np.float32:
+            raise TypeError(f"{name} must be a float32 array, got {getattr(a, 'dtype', type(a).__name__)}")
+    if len(x.shape) != 1 or tuple(out.shape) != tuple(x.shape):
+        raise ValueError(f"x and out must be 1-D arrays of one length, got shapes {tuple(x.shape)} and "
+                         f"{tuple(out.shape)}")
+    if x.size:
+        blocks = (x.size + threads - 1) // threads
+        quantize_v1_arith[blocks, threads](x, out, *args)
+    return out
+
+
 def quantize_gpu(x, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK):
     """Quantize a float32 array with :func:`quantize_v1_arith`; returns a float32 array of ``x``'s shape.
 
     Raises:
         ValueError: a format the kernel does not handle (integers, logarithmic, E8M0), or a bad scale.
     """
-    spec = get_format(fmt)
-    if not isinstance(spec, FloatFormat) or not spec.signed or spec.ties != "even":
-        raise ValueError(f"fmt: the kernel handles signed float formats with ties to even, got {spec.name!r}")
-    s = float(check_scale(scale))  # a scalar scale; per-block scales belong to a blocked kernel
+    _launch_args(fmt, scale, saturate)  # a bad format or scale fails before any copy
     x32 = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
     # Poison the output: an element the kernel never writes stays NaN and fails any comparison.
     out = np.full(x32.shape, np.nan, dtype=np.float32)
-    if saturate or not spec.has_nan:
-        overflow = spec.max_value
-    else:
-        overflow = math.inf if spec.has_inf else math.nan
-    if x32.size:
-        blocks = (x32.size + threads - 1) // threads
-        quantize_v1_arith[blocks, threads](x32, out, 1.0 / s, s, spec.man_bits, spec.emin, spec.max_value, overflow)
+    quantize_into(x32, out, fmt, scale=scale, saturate=saturate, threads=threads)
     return out.reshape(np.shape(x))

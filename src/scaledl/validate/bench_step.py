@@ -32,6 +32,8 @@ def run(quick: bool, *, progress=print) -> dict:
             rows += bench.measure(section, baselines, sizes)
         except RuntimeError as err:  # one wrong kernel stops its section only; the others still report
             errors.append(f"{section}: {err}")
+        except Exception as err:  # anything else a section meets on a GPU (CuPy, a launch) stops it only too
+            errors.append(f"{section}: {type(err).__name__}: {err}")
     records = []
     for r in rows:
         record = dataclasses.asdict(r)
