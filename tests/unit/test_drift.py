@@ -94,3 +94,24 @@ def test_a_package_outside_the_books_range_is_named_with_its_fix(monkeypatch):
     monkeypatch.setattr(drift, "installed", lambda dists: None if dists == ("tqdm",) else real(dists))
     [y] = drift.out_of_range()
     assert y.kind == "missing" and "tqdm" in y.cause
+
+
+def test_no_libnvvm_warning_when_a_kernel_compiled_anyway(monkeypatch):
+    """The H200 image (docs/gpu-runs/2026-11-26-nvidia-h200): CUDA 13.0 wheels without the libNVVM wheel, but a
+    system toolkit's libNVVM that numba-cuda finds. The smoke test compiled a kernel: no false warning."""
+    gpu = device.GpuInfo("NVIDIA H200", 1, "13.0", (9, 0), 140.0)
+    monkeypatch.setattr(device, "decide", lambda *a, **k: device.Decision("cuda", "found NVIDIA H200", gpu))
+    monkeypatch.setattr(device, "cuda", lambda: (_ for _ in ()).throw(RuntimeError("no runtime in this test")))
+    versions = {drift.TOOLKIT_DISTS: "13.0.2", drift.NVJITLINK_DISTS: "13.0.88", drift.NVVM_DISTS: None}
+    monkeypatch.setattr(drift, "installed", lambda dists: versions[dists])
+    monkeypatch.setattr(drift, "out_of_range", lambda: [])
+    assert [x.kind for x in drift.check(**{"driver": "13.0", "toolkit": "13.0.2", "nvjitlink": "13.0.88",
+                                          "nvvm": None})] == ["no-libnvvm"]  # what drift alone concludes
+    monkeypatch.setattr(cli, "smoke_test", lambda: (True, "a 37-element axpy kernel matched NumPy"))
+    out = io.StringIO()
+    assert cli.doctor(out) == 0
+    assert "without libNVVM" not in out.getvalue() and "warning" not in out.getvalue()
+    assert "can run here" in out.getvalue()
+    monkeypatch.setattr(cli, "smoke_test", lambda: (False, "libNVVM is not available"))
+    out = io.StringIO()
+    assert cli.doctor(out) == 1 and "without libNVVM" in out.getvalue()  # and when nothing compiled, it still says so
