@@ -1,0 +1,264 @@
+"""Experiments for a lent GPU: which register-blocked GEMM tiling and which copy kernel shape come closest to
+their baselines (cuBLAS SGEMM; a device-to-device cudaMemcpy), each checked before it is timed.
+
+Why: the first H200 run (docs/gpu-runs/2026-11-26-nvidia-h200) measured the book's v3 GEMM at 15 % of cuBLAS
+and its copy kernel at 73 % of cudaMemcpy. One slot of device time cannot iterate, so this script times every
+candidate in one go and prints a table (and JSON) from which the book's defaults are chosen.
+
+Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR``.
+"""
+
+import functools
+import json
+import math
+import sys
+
+import numpy as np
+
+import scaledl  # before numba.cuda: scaledl picks the backend
+from numba import cuda, float32
+
+from scaledl.kernels import bench
+from scaledl.kernels.gemm import gemm, regblock_kernel
+
+out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
+SECTIONS = set(sys.argv[2:]) or {"gemm", "copy", "gemm2d"}
+PROFILE = "ncu" in SECTIONS  # under Nsight Compute: only the first config of each GEMM kernel, for its report
+if PROFILE:
+    SECTIONS |= {"gemm", "gemm2d"}
+GPU = scaledl.device.on_gpu()  # on the simulator: a dry run at tiny sizes, to test this script itself
+base = bench.CupyBaselines(bench._import_cupy()) if GPU else bench.HostBaselines()
+dev = cuda.get_current_device()
+SMS = dev.MULTIPROCESSOR_COUNT if GPU else 1
+results = {"device": str(getattr(dev, "name", "simulator")), "gemm": [], "copy": []}
+
+
+def launch_shape(blocks, threads):
+    """The simulator runs one Python thread per CUDA thread: tiny grids there."""
+    return (blocks, threads) if GPU else (min(blocks, 2), min(threads, 32))
+
+
+def kernel_facts(k):
+    if not GPU:
+        return {}
+    facts = {}
+    for key, getter in (("regs", k.get_regs_per_thread), ("local", k.get_local_mem_per_thread),
+                        ("shared", k.get_shared_mem_per_block)):
+        try:
+            v = getter()  # one value per compiled signature
+            facts[key] = next(iter(v.values())) if isinstance(v, dict) else v
+        except Exception as err:  # a fact is not worth losing the timing
+            facts[key] = f"{type(err).__name__}"
+    return facts
+
+# ------------------------------------------------------------------ GEMM tilings of v3 at 4096^3
+n = 4096 if GPU else 37
+rng = np.random.default_rng(0)
+A = rng.standard_normal((n, n), dtype=np.float32)
+B = rng.standard_normal((n, n), dtype=np.float32)
+dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.device_array((n, n), np.float32)
+run_blas, blas_result = base.gemm(dA, dB)
+run_blas()
+ref = blas_result()
+t_blas = bench.time_ms(run_blas, 10)
+flops = 2 * n**3
+print(f"cuBLAS SGEMM {n}^3: {t_blas:.3f} ms, {flops / t_blas / 1e9:,.0f} GFLOP/s", flush=True)
+results["cublas_ms"] = t_blas
+CONFIGS = [(128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 128, 32, 8, 8), (128, 64, 16, 8, 4),
+           (64, 128, 16, 4, 8), (128, 128, 16, 8, 4), (128, 128, 16, 4, 4), (64, 64, 8, 4, 4),
+           (64, 64, 16, 4, 4), (64, 64, 32, 4, 4), (64, 64, 64, 4, 4), (128, 128, 8, 4, 8),
+           (32, 32, 32, 2, 2), (64, 64, 16, 8, 8), (128, 64, 32, 8, 8)]
+if not GPU:
+    CONFIGS = [(16, 16, 8, 2, 2), (16, 8, 4, 2, 2)]
+CONFIGS = CONFIGS[:1] if PROFILE else CONFIGS
+tol = 1e-3 * float(np.abs(ref).max())
+for cfg in CONFIGS if "gemm" in SECTIONS else []:
+    bm, bn, bk, tm, tn = cfg
+    row = {"config": cfg}
+    try:
+        kw = dict(block_m=bm, block_n=bn, block_k=bk, thread_m=tm, thread_n=tn)
+        dC.copy_to_device(np.full((n, n), np.nan, np.float32))
+        gemm(dA, dB, variant="regblock", out=dC, **kw)
+        cuda.synchronize()
+        err = float(np.nanmax(np.abs(dC.copy_to_host() - ref)))
+        if not math.isfinite(err) or np.isnan(dC.copy_to_host()).any() or err > tol:
+            row["error"] = f"wrong result: max |diff| {err:.3g} (tol {tol:.3g})"
+        else:
+            t = bench.time_ms(lambda: gemm(dA, dB, variant="regblock", out=dC, **kw), 10)
+            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=(bm // tm) * (bn // tn),
+                       **kernel_facts(regblock_kernel(*cfg)))
+    except Exception as err:  # a config the compiler or the launch rejects: record it, go on
+        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    results["gemm"].append(row)
+    print("gemm", json.dumps(row), flush=True)
+
+
+# ------------------------------------------------------------------ v3 with a 2-D thread block (lab 02's shape)
+@functools.lru_cache(maxsize=None)
+def regblock_2d(T, R, BK):
+    """Lab 02's register-blocked kernel with its k-step BK set apart from the patch side BM = T * R: a T x T
+    block of threads, thread (tx, ty) owns rows ty + i T and columns tx + j T of the BM x BM patch."""
+    BM = T * R
+
+    @cuda.jit
+    def gemm_regblock_2d(A, B, C):
+        sA = cuda.shared.array((BM, BK), float32)
+        sB = cuda.shared.array((BK, BM), float32)
+        acc = cuda.local.array((R, R), float32)
+        a_reg = cuda.local.array(R, float32)
+        b_reg = cuda.local.array(R, float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BM
+        M, K, N = A.shape[0], A.shape[1], B.shape[1]
+        for i in range(R):
+            for j in range(R):
+                acc[i, j] = float32(0.0)
+        for k0 in range(0, K, BK):
+            for r in range(ty, BM, T):
+                for c in range(tx, BK, T):
+                    ga, gk = row0 + r, k0 + c
+                    sA[r, c] = A[ga, gk] if ga < M and gk < K else float32(0.0)
+            for r in range(ty, BK, T):
+                for c in range(tx, BM, T):
+                    gk, gb = k0 + r, col0 + c
+                    sB[r, c] = B[gk, gb] if gk < K and gb < N else float32(0.0)
+            cuda.syncthreads()
+            for k in range(BK):
+                for i in range(R):
+                    a_reg[i] = sA[ty + i * T, k]
+                for j in range(R):
+                    b_reg[j] = sB[k, tx + j * T]
+                for i in range(R):
+                    for j in range(R):
+                        acc[i, j] += a_reg[i] * b_reg[j]
+            cuda.syncthreads()
+        for i in range(R):
+            for j in range(R):
+                r, c = row0 + ty + i * T, col0 + tx + j * T
+                if r < M and c < N:
+                    C[r, c] = acc[i, j]
+
+    return gemm_regblock_2d
+
+
+CONFIGS_2D = [(16, 4, 64), (16, 4, 32), (16, 4, 16), (16, 8, 16), (16, 8, 32), (8, 8, 32), (32, 2, 32),
+              (16, 2, 32), (8, 4, 32)] if GPU else [(4, 2, 4), (4, 2, 8)]
+CONFIGS_2D = CONFIGS_2D[:1] if PROFILE else CONFIGS_2D
+for T, R, BK in CONFIGS_2D if "gemm2d" in SECTIONS else []:
+    row = {"config_2d": (T, R, BK)}
+    try:
+        k = regblock_2d(T, R, BK)
+        BM = T * R
+        grid = ((n + BM - 1) // BM, (n + BM - 1) // BM)
+        dC.copy_to_device(np.full((n, n), np.nan, np.float32))
+        k[grid, (T, T)](dA, dB, dC)
+        cuda.synchronize()
+        got = dC.copy_to_host()
+        err = float(np.nanmax(np.abs(got - ref)))
+        if np.isnan(got).any() or err > tol:
+            row["error"] = f"wrong result: max |diff| {err:.3g} (tol {tol:.3g})"
+        else:
+            t = bench.time_ms(lambda: k[grid, (T, T)](dA, dB, dC), 10)
+            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=T * T, **kernel_facts(k))
+    except Exception as err:
+        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    results["gemm"].append(row)
+    print("gemm2d", json.dumps(row), flush=True)
+
+# ------------------------------------------------------------------ copy kernel shapes, 2**27 float32
+N = 2**27 if GPU else 256
+a = rng.standard_normal(N, dtype=np.float32)
+da, dc = cuda.to_device(a), cuda.device_array(N, np.float32)
+run_memcpy = base.copy(da, dc)
+t_mem = bench.time_ms(run_memcpy, 20, inner=10)
+gbps = lambda t: 2 * 4 * N / t / 1e6  # noqa: E731  (bytes read + written per ms -> GB/s)
+print(f"cudaMemcpy D2D: {t_mem:.4f} ms, {gbps(t_mem):,.0f} GB/s", flush=True)
+results["memcpy_ms"] = t_mem
+
+
+@cuda.jit
+def copy_stride(dst, src):
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, dst.size, stride):
+        dst[i] = src[i]
+
+
+@cuda.jit
+def copy_one(dst, src):
+    i = cuda.grid(1)
+    if i < dst.size:
+        dst[i] = src[i]
+
+
+@cuda.jit
+def copy_stride4(dst, src):
+    """four independent loads in flight per thread before their stores (memory-level parallelism)."""
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    n = dst.size
+    i = start
+    while i + 3 * stride < n:
+        a0 = src[i]
+        a1 = src[i + stride]
+        a2 = src[i + 2 * stride]
+        a3 = src[i + 3 * stride]
+        dst[i] = a0
+        dst[i + stride] = a1
+        dst[i + 2 * stride] = a2
+        dst[i + 3 * stride] = a3
+        i += 4 * stride
+    while i < n:
+        dst[i] = src[i]
+        i += stride
+
+
+@cuda.jit
+def copy_wide(dst, src):  # the same kernel, typed for 8- or 16-byte elements (views of the float32 arrays)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, dst.size, stride):
+        dst[i] = src[i]
+
+
+def variant(name, kernel, blocks, threads, d, s):
+    if blocks * threads == N:  # one element per thread: the grid must cover the array
+        blocks, threads = (blocks, threads) if GPU else (N // 32, 32)
+    else:
+        blocks, threads = launch_shape(blocks, threads)
+    row = {"variant": name, "blocks": blocks, "threads": threads}
+    try:
+        dc.copy_to_device(np.full(N, np.nan, np.float32))
+        kernel[blocks, threads](d, s)
+        cuda.synchronize()
+        if not np.array_equal(dc.copy_to_host(), a):
+            row["error"] = "wrong result"
+        else:
+            t = bench.time_ms(lambda: kernel[blocks, threads](d, s), 20, inner=10)
+            row.update(ms=t, GBps=gbps(t), ratio=t_mem / t, **kernel_facts(kernel))
+    except Exception as err:
+        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    results["copy"].append(row)
+    print("copy", json.dumps(row), flush=True)
+
+
+from scaledl.kernels import bandwidth as bw  # noqa: E402
+
+if "copy" not in SECTIONS:
+    variant = lambda *args: None  # noqa: E731
+variant("stride, 65536 x 256 (book before 2026-11-26)", copy_stride, 65536, 256, dc, da)
+variant("book's copy_kernel now (4 per trip), its launch", bw.copy_kernel, *bw.stream_launch_config(N), dc, da)
+variant("one per thread, 256", copy_one, N // 256, 256, dc, da)
+variant("one per thread, 512", copy_one, N // 512, 512, dc, da)
+variant("one per thread, 1024", copy_one, N // 1024, 1024, dc, da)
+for waves in (4, 8, 16, 32):
+    variant(f"stride, {waves} blocks/SM x 256", copy_stride, SMS * waves, 256, dc, da)
+variant("stride4, 65536 x 256", copy_stride4, 65536, 256, dc, da)
+variant("stride4, 16 blocks/SM x 256", copy_stride4, SMS * 16, 256, dc, da)
+d64, s64 = dc.view(np.uint64), da.view(np.uint64)
+variant("uint64 view, stride 65536 x 256", copy_wide, 65536, 256, d64, s64)
+d128, s128 = dc.view(np.complex128), da.view(np.complex128)
+variant("complex128 view (16 B), stride 65536 x 256", copy_wide, 65536, 256, d128, s128)
+variant("complex128 view (16 B), 16 blocks/SM x 256", copy_wide, SMS * 16, 256, d128, s128)
+
+with open(f"{out_dir}/experiments.json", "w") as f:
+    json.dump(results, f, indent=1)
+print("experiments done", flush=True)
