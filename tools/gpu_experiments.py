@@ -5,7 +5,11 @@ Why: the first H200 run (docs/gpu-runs/2026-11-26-nvidia-h200) measured the book
 and its copy kernel at 73 % of cudaMemcpy. One slot of device time cannot iterate, so this script times every
 candidate in one go and prints a table (and JSON) from which the book's defaults are chosen.
 
-Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR``.
+Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR [SECTION ...]``, sections ``gemm`` (v3's
+tilings), ``gemm2d`` (lab 02's 2-D thread block with its own k-step), ``gemmfixed`` (v3 with load loops of
+fixed length: not yet run on a GPU), ``copy`` (copy kernel shapes), ``ncu`` (one launch of each GEMM kernel,
+for Nsight Compute: ``ncu -k regex:regblock ... python tools/gpu_experiments.py /tmp ncu``); all but ncu by
+default. On the simulator it runs at tiny sizes, which tests the script itself.
 """
 
 import functools
@@ -22,7 +26,7 @@ from scaledl.kernels import bench
 from scaledl.kernels.gemm import gemm, regblock_kernel
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
-SECTIONS = set(sys.argv[2:]) or {"gemm", "copy", "gemm2d"}
+SECTIONS = set(sys.argv[2:]) or {"gemm", "copy", "gemm2d", "gemmfixed"}
 PROFILE = "ncu" in SECTIONS  # under Nsight Compute: only the first config of each GEMM kernel, for its report
 if PROFILE:
     SECTIONS |= {"gemm", "gemm2d"}
@@ -165,6 +169,98 @@ for T, R, BK in CONFIGS_2D if "gemm2d" in SECTIONS else []:
         row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
     results["gemm"].append(row)
     print("gemm2d", json.dumps(row), flush=True)
+
+
+# ------------------------------------------------------------------ v3 with load loops of fixed length
+@functools.lru_cache(maxsize=None)
+def regblock_fixed_loads(BM, BN, BK, TM, TN):
+    """The book's v3 (scaledl.kernels.gemm.regblock_kernel) with one change: each thread's tile loads run
+    ``for l in range(LOADS)`` (a compile-time trip count, so the loop unrolls and all its loads are in flight
+    together) instead of ``for idx in range(tid, BM * BK, NT)``. The 2026-11-26 profile of v3: 8 warps per SM
+    stalled on global loads issued one at a time. Candidate for the next lent GPU."""
+    RM, RN = BM // TM, BN // TN
+    NT = RM * RN
+    PAD = 4
+    SA_COLS = BM + PAD
+    LOADS_A = (BM * BK + NT - 1) // NT
+    LOADS_B = (BK * BN + NT - 1) // NT
+
+    @cuda.jit
+    def gemm_v3_fixed_loads(A, B, C):
+        sA = cuda.shared.array((BK, SA_COLS), float32)
+        sB = cuda.shared.array((BK, BN), float32)
+        acc = cuda.local.array((TM, TN), float32)
+        a_reg = cuda.local.array(TM, float32)
+        b_reg = cuda.local.array(TN, float32)
+        tid = cuda.threadIdx.x
+        tr = tid // RN
+        tc = tid % RN
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        for i in range(TM):
+            for j in range(TN):
+                acc[i, j] = float32(0.0)
+        for k0 in range(0, K, BK):
+            for l in range(LOADS_A):
+                idx = tid + l * NT
+                if idx < BM * BK:
+                    m = idx // BK
+                    k = idx % BK
+                    r = row0 + m
+                    kk = k0 + k
+                    sA[k, m] = A[r, kk] if (r < M and kk < K) else float32(0.0)
+            for l in range(LOADS_B):
+                idx = tid + l * NT
+                if idx < BK * BN:
+                    k = idx // BN
+                    n = idx % BN
+                    kk = k0 + k
+                    c = col0 + n
+                    sB[k, n] = B[kk, c] if (kk < K and c < N) else float32(0.0)
+            cuda.syncthreads()
+            for k in range(BK):
+                for i in range(TM):
+                    a_reg[i] = sA[k, tr + i * RM]
+                for j in range(TN):
+                    b_reg[j] = sB[k, tc + j * RN]
+                for i in range(TM):
+                    for j in range(TN):
+                        acc[i, j] += a_reg[i] * b_reg[j]
+            cuda.syncthreads()
+        for i in range(TM):
+            r = row0 + tr + i * RM
+            for j in range(TN):
+                c = col0 + tc + j * RN
+                if r < M and c < N:
+                    C[r, c] = acc[i, j]
+
+    return gemm_v3_fixed_loads
+
+
+CONFIGS_FIXED = [(128, 128, 8, 8, 8), (64, 64, 16, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 8, 4),
+                 (128, 128, 16, 8, 8)] if GPU else [(16, 16, 8, 2, 2), (16, 8, 4, 2, 2)]
+for cfg in CONFIGS_FIXED if "gemmfixed" in SECTIONS else []:
+    BM_, BN_, BK_, TM_, TN_ = cfg
+    row = {"config_fixed_loads": cfg}
+    try:
+        k = regblock_fixed_loads(*cfg)
+        grid, block = ((n + BN_ - 1) // BN_, (n + BM_ - 1) // BM_), (BM_ // TM_) * (BN_ // TN_)
+        dC.copy_to_device(np.full((n, n), np.nan, np.float32))
+        k[grid, block](dA, dB, dC)
+        cuda.synchronize()
+        got = dC.copy_to_host()
+        err = float(np.nanmax(np.abs(got - ref)))
+        if np.isnan(got).any() or err > tol:
+            row["error"] = f"wrong result: max |diff| {err:.3g} (tol {tol:.3g})"
+        else:
+            t = bench.time_ms(lambda: k[grid, block](dA, dB, dC), 10)
+            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=block, **kernel_facts(k))
+    except Exception as err:
+        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    results["gemm"].append(row)
+    print("gemmfixed", json.dumps(row), flush=True)
 
 # ------------------------------------------------------------------ copy kernel shapes, 2**27 float32
 N = 2**27 if GPU else 256
