@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import scaledl
-from scaledl.kernels import bench
+from scaledl.kernels import bench, bench_sections
 
 pytestmark = [pytest.mark.sim,
               pytest.mark.skipif(scaledl.backend() == "cuda", reason="the GPU runs the real bench (tests/gpu)")]
@@ -132,8 +132,8 @@ def test_spmv_rows_and_the_crossover():
     cross = rows[-1]
     assert cross.unit == "nnz/row" and cross.baseline == "numpy A @ x (dry run)" and cross.ratio is None
     fastest = [min(rows[i + 2].time_ms, rows[i + 3].time_ms) for i in (0, 4)]
-    d = bench.crossover_density(sizes.spmv_densities, fastest, [rows[1].time_ms, rows[5].time_ms])
-    assert cross.size == bench.crossover_text(d, sizes.spmv_densities)
+    d = bench_sections.crossover_density(sizes.spmv_densities, fastest, [rows[1].time_ms, rows[5].time_ms])
+    assert cross.size == bench_sections.crossover_text(d, sizes.spmv_densities)
 
 
 def test_nm_rows():
@@ -150,8 +150,8 @@ def test_rnn_rows():
     assert all(r.size == "H=7, batch 3, 3 steps" and r.unit == "steps/s" and r.time_ms > 0 for r in rows)
     assert rows[1].ratio == pytest.approx(rows[0].time_ms / rows[1].time_ms)
     # the one-block kernel needs W in 48 KiB, the grid kernel one block on the simulator
-    assert bench.rnn_variants(110) == ("standard", "persistent_block", "persistent_grid")
-    assert bench.rnn_variants(111) == ("standard",)
+    assert bench_sections.rnn_variants(110) == ("standard", "persistent_block", "persistent_grid")
+    assert bench_sections.rnn_variants(111) == ("standard",)
 
 
 def test_quantize_rows():
@@ -192,7 +192,7 @@ def test_a_wrong_dense_gemv_baseline_is_caught():
 
 
 def test_a_wrong_nm_kernel_is_caught(monkeypatch):
-    real = bench._nm_launch
+    real = bench_sections._nm_launch
 
     def last_column_unwritten(variant, d_values, d_meta, dB, dC):
         run = real(variant, d_values, d_meta, dB, dC)
@@ -204,7 +204,7 @@ def test_a_wrong_nm_kernel_is_caught(monkeypatch):
             dC.copy_to_device(host)
         return wrong
 
-    monkeypatch.setattr(bench, "_nm_launch", last_column_unwritten)
+    monkeypatch.setattr(bench_sections, "_nm_launch", last_column_unwritten)
     with pytest.raises(RuntimeError, match=r"2:4 gemm tiled does not match its reference \(7 elements\)"):
         _dry("nm")
 

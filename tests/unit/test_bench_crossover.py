@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from scaledl.kernels.bench import crossover_density, crossover_text
+from scaledl.kernels.bench_sections import crossover_density, crossover_text
 
 D = [0.001, 0.01, 0.1, 0.3]
 
