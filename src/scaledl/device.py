@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 
 BACKENDS = ("cuda", "simulator")
+SIMULATOR_SWITCH_INTERVAL_s = 0.0005  # sys.setswitchinterval on the simulator (see decide)
 ENV_VAR = "SCALEDL_BACKEND"
 QUIET_VAR = "SCALEDL_QUIET"
 
@@ -152,6 +153,13 @@ def decide(announce: bool = True) -> Decision:
         )
     if decision.backend == "simulator":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        from scaledl import _simfix
+
+        _simfix.install()  # the simulator's shared arrays, made safe against thread switches (see _simfix)
+        # The simulator runs a block's threads as Python threads while the launching thread polls them in a
+        # loop that holds the GIL until the interpreter's switch interval (5 ms) takes it away; a shorter one
+        # hands the GIL to the threads with work sooner: kernels with syncthreads run about twice as fast.
+        sys.setswitchinterval(min(sys.getswitchinterval(), SIMULATOR_SWITCH_INTERVAL_s))
     else:
         os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
     if "numba" in sys.modules and loaded is None:

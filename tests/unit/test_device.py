@@ -97,3 +97,15 @@ def test_smoke_kernel_runs_on_this_backend():
 
     ok, message = smoke_test(37)
     assert ok, message
+
+
+def test_the_simulator_shortens_the_switch_interval_and_never_lengthens_it(python):
+    r = python("import sys, scaledl; print(scaledl.backend(), sys.getswitchinterval())",
+               env_extra={"SCALEDL_BACKEND": "simulator"})
+    assert r.returncode == 0, r.stderr
+    name, interval = r.stdout.split()[-2:]
+    assert name == "simulator" and float(interval) == pytest.approx(device.SIMULATOR_SWITCH_INTERVAL_s, abs=2e-6)
+    r = python("import sys; sys.setswitchinterval(0.0001); import scaledl; print(sys.getswitchinterval())",
+               env_extra={"SCALEDL_BACKEND": "simulator"})
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout.split()[-1]) == pytest.approx(0.0001, abs=2e-6)  # Python keeps whole microseconds
