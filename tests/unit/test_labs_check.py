@@ -57,6 +57,21 @@ def test_run_to_run_differences_point_at_a_race():
     assert any("race" in h for h in r.hints)
 
 
+def right_then_wrong(x, out, _state={"n": 0}):
+    _state["n"] += 1
+    out[:] = 3 * x + (0 if _state["n"] % 2 else 1e-2)
+
+
+def test_a_race_fails_the_size_even_when_the_first_run_was_right():
+    """A racy kernel that happens to be right on its first run is still wrong: the size fails, and the table
+    shows the run that differed (before, the size was reported ok beside the race hint)."""
+    r = C.check_kernel(right_then_wrong, spec, make, [5], report=None)
+    assert not r.passed
+    text = str(r)
+    assert "FAIL right_then_wrong at size 5: two identical runs gave different results" in text
+    assert "5 of 5 outputs differ" in text and any("race" in h for h in r.hints)
+
+
 def test_gemm_tolerance_follows_float32_eps_and_K():
     A, B = np.ones((2, 10)), np.ones((10, 3))
     assert np.allclose(C.gemm_tolerance(A, B), 12 * C.FLOAT32_EPS * 10)

@@ -211,7 +211,8 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
             hint("some outputs were never written (they still hold the NaN poured in before the launch): the "
                  "grid does not cover the whole output (round the number of blocks up: (n + T - 1) // T), or "
                  "the bounds guard is too strict (< not <=, the right dimension for rows and columns).")
-        if any(not np.array_equal(r, got, equal_nan=True) for r in runs[1:]):
+        other = next((r for r in runs[1:] if not np.array_equal(r, got, equal_nan=True)), None)
+        if other is not None:
             problems.append("two identical runs gave different results")
             hint("two runs on the same data disagreed: threads race. Shared memory must be fully written "
                  "before anyone reads it (cuda.syncthreads() after loading a tile) and fully read before it "
@@ -225,6 +226,9 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
                      "the kernel read memory nobody wrote, typically a shared tile used before every thread "
                      "loaded its element (a missing cuda.syncthreads() after the loads), or an accumulator "
                      "that was never set to 0.")
+        if not bad.any() and other is not None:  # the first run was right, a later one was not: still a race
+            got = other
+            bad = ~np.isfinite(got) | (np.abs(got.astype(np.float64) - want) > expected_tol) | (got != runs[0])
         if bad.any():
             result.passed = False
             wrong_sizes.append(size)
