@@ -52,3 +52,9 @@ def compile_ptx(python):
         return {line.split(" ", 2)[1]: json.loads(line.split(" ", 2)[2])
                 for line in out.splitlines() if line.startswith("OK ")}
     return run
+
+
+@pytest.fixture
+def ptx_script():
+    """PTX_SCRIPT itself, for a test that must see a compile fail (compile_ptx fails the test instead)."""
+    return PTX_SCRIPT

@@ -45,3 +45,20 @@ def test_every_kernel_compiles_to_ptx(compile_ptx):
     assert rows["fma"]["fma"] >= 8  # eight independent chains
     assert rows["logdot_v1"]["atom"] >= 1 and rows["logdot_v2"]["atom"] >= 2  # v2: shared-memory and global atomics
     assert rows["regblock_sim"]["fma"] >= 4  # 2 x 2 accumulators
+
+
+NUMPY_2_5 = r'''
+import numpy as np
+del np.row_stack  # as NumPy 2.5 ships: numba-cuda's GPU typing registries still overload it
+'''
+
+
+def test_kernels_compile_under_numpy_2_5_because_scaledl_restores_row_stack(compile_ptx, ptx_script, python):
+    """The H200 image of 2026-11-26 (NumPy 2.5.2, numba-cuda 0.30.4) failed every kernel compilation with
+    "module 'numpy' has no attribute 'row_stack'"; the simulator never loads those registries, so only a real
+    compile shows it. Without scaledl._compat the same compile fails here too (the control)."""
+    kernel = 'import scaledl.kernels.smoke as sm\ncompile_all({"axpy": (sm.axpy, (float32, a1, a1, a1))})\n'
+    rows = compile_ptx(NUMPY_2_5 + "import scaledl._compat\n" + kernel)
+    assert "axpy" in rows
+    r = python(ptx_script + NUMPY_2_5 + kernel)
+    assert r.returncode != 0 and "row_stack" in r.stdout, r.stdout + r.stderr[-1000:]

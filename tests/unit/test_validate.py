@@ -153,8 +153,9 @@ def test_a_misspelt_only_fails_before_the_slow_steps(tmp_path):
 def test_bench_measure_refuses_an_unknown_section():
     from scaledl.kernels import bench
 
-    with pytest.raises(ValueError, match=r"section must be one of \('gemm', 'streams', 'fma'\), got 'spmv'"):
-        bench.measure("spmv", bench.HostBaselines(), bench.DRY_RUN_SIZES)
+    with pytest.raises(ValueError, match=r"section must be one of \('gemm', 'streams', 'fma', 'spmv', 'nm', 'rnn', "
+                                         r"'quantize'\), got 'sgemm'"):
+        bench.measure("sgemm", bench.HostBaselines(), bench.DRY_RUN_SIZES)
 
 
 def test_the_hosted_run_needs_a_checkout_to_build_the_wheel_from(tmp_path):
