@@ -55,6 +55,28 @@ def kernel_facts(k):
             facts[key] = f"{type(err).__name__}"
     return facts
 
+def gemm_row(section, key, cfg, kernel, grid, block):
+    """Check ``kernel[grid, block](dA, dB, dC)`` against cuBLAS's product (output poisoned), then time it;
+    record the row (or why it could not run) and print it."""
+    row = {key: cfg}
+    try:
+        dC.copy_to_device(np.full((n, n), np.nan, np.float32))
+        kernel[grid, block](dA, dB, dC)
+        cuda.synchronize()
+        got = dC.copy_to_host()
+        err = float(np.nanmax(np.abs(got - ref)))
+        if np.isnan(got).any() or err > tol:
+            row["error"] = f"wrong result: max |diff| {err:.3g} (tol {tol:.3g})"
+        else:
+            t = bench.time_ms(lambda: kernel[grid, block](dA, dB, dC), 10)
+            threads = block if isinstance(block, int) else block[0] * block[1]
+            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=threads, **kernel_facts(kernel))
+    except Exception as err:  # a config the compiler or the launch rejects: record it, go on
+        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    results["gemm"].append(row)
+    print(section, json.dumps(row), flush=True)
+
+
 # ------------------------------------------------------------------ GEMM tilings of v3 at 4096^3
 n = 4096 if GPU else 37
 rng = np.random.default_rng(0)
@@ -150,26 +172,8 @@ CONFIGS_2D = [(16, 4, 64), (16, 4, 32), (16, 4, 16), (16, 8, 16), (16, 8, 32), (
               (16, 2, 32), (8, 4, 32)] if GPU else [(4, 2, 4), (4, 2, 8)]
 CONFIGS_2D = CONFIGS_2D[:1] if PROFILE else CONFIGS_2D
 for T, R, BK in CONFIGS_2D if "gemm2d" in SECTIONS else []:
-    row = {"config_2d": (T, R, BK)}
-    try:
-        k = regblock_2d(T, R, BK)
-        BM = T * R
-        grid = ((n + BM - 1) // BM, (n + BM - 1) // BM)
-        dC.copy_to_device(np.full((n, n), np.nan, np.float32))
-        k[grid, (T, T)](dA, dB, dC)
-        cuda.synchronize()
-        got = dC.copy_to_host()
-        err = float(np.nanmax(np.abs(got - ref)))
-        if np.isnan(got).any() or err > tol:
-            row["error"] = f"wrong result: max |diff| {err:.3g} (tol {tol:.3g})"
-        else:
-            t = bench.time_ms(lambda: k[grid, (T, T)](dA, dB, dC), 10)
-            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=T * T, **kernel_facts(k))
-    except Exception as err:
-        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
-    results["gemm"].append(row)
-    print("gemm2d", json.dumps(row), flush=True)
-
+    side = -(-n // (T * R))
+    gemm_row("gemm2d", "config_2d", (T, R, BK), regblock_2d(T, R, BK), (side, side), (T, T))
 
 # ------------------------------------------------------------------ v3 with load loops of fixed length
 @functools.lru_cache(maxsize=None)
@@ -243,24 +247,8 @@ CONFIGS_FIXED = [(128, 128, 8, 8, 8), (64, 64, 16, 4, 4), (64, 64, 32, 4, 4), (1
                  (128, 128, 16, 8, 8)] if GPU else [(16, 16, 8, 2, 2), (16, 8, 4, 2, 2)]
 for cfg in CONFIGS_FIXED if "gemmfixed" in SECTIONS else []:
     BM_, BN_, BK_, TM_, TN_ = cfg
-    row = {"config_fixed_loads": cfg}
-    try:
-        k = regblock_fixed_loads(*cfg)
-        grid, block = ((n + BN_ - 1) // BN_, (n + BM_ - 1) // BM_), (BM_ // TM_) * (BN_ // TN_)
-        dC.copy_to_device(np.full((n, n), np.nan, np.float32))
-        k[grid, block](dA, dB, dC)
-        cuda.synchronize()
-        got = dC.copy_to_host()
-        err = float(np.nanmax(np.abs(got - ref)))
-        if np.isnan(got).any() or err > tol:
-            row["error"] = f"wrong result: max |diff| {err:.3g} (tol {tol:.3g})"
-        else:
-            t = bench.time_ms(lambda: k[grid, block](dA, dB, dC), 10)
-            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=block, **kernel_facts(k))
-    except Exception as err:
-        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
-    results["gemm"].append(row)
-    print("gemmfixed", json.dumps(row), flush=True)
+    gemm_row("gemmfixed", "config_fixed_loads", cfg, regblock_fixed_loads(*cfg),
+             (-(-n // BN_), -(-n // BM_)), (BM_ // TM_) * (BN_ // TN_))
 
 # ------------------------------------------------------------------ copy kernel shapes, 2**27 float32
 N = 2**27 if GPU else 256
@@ -285,27 +273,6 @@ def copy_one(dst, src):
     i = cuda.grid(1)
     if i < dst.size:
         dst[i] = src[i]
-
-
-@cuda.jit
-def copy_stride4(dst, src):
-    """four independent loads in flight per thread before their stores (memory-level parallelism)."""
-    start, stride = cuda.grid(1), cuda.gridsize(1)
-    n = dst.size
-    i = start
-    while i + 3 * stride < n:
-        a0 = src[i]
-        a1 = src[i + stride]
-        a2 = src[i + 2 * stride]
-        a3 = src[i + 3 * stride]
-        dst[i] = a0
-        dst[i + stride] = a1
-        dst[i + 2 * stride] = a2
-        dst[i + 3 * stride] = a3
-        i += 4 * stride
-    while i < n:
-        dst[i] = src[i]
-        i += stride
 
 
 @cuda.jit
@@ -347,8 +314,7 @@ variant("one per thread, 512", copy_one, N // 512, 512, dc, da)
 variant("one per thread, 1024", copy_one, N // 1024, 1024, dc, da)
 for waves in (4, 8, 16, 32):
     variant(f"stride, {waves} blocks/SM x 256", copy_stride, SMS * waves, 256, dc, da)
-variant("stride4, 65536 x 256", copy_stride4, 65536, 256, dc, da)
-variant("stride4, 16 blocks/SM x 256", copy_stride4, SMS * 16, 256, dc, da)
+variant("book's copy_kernel (4 per trip), 16 blocks/SM x 256", bw.copy_kernel, SMS * 16, 256, dc, da)
 d64, s64 = dc.view(np.uint64), da.view(np.uint64)
 variant("uint64 view, stride 65536 x 256", copy_wide, 65536, 256, d64, s64)
 d128, s128 = dc.view(np.complex128), da.view(np.complex128)
