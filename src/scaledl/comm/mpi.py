@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from scaledl._optional import message, require
+from scaledl._deadline import Deadline
 from scaledl.comm.schedule import build
 
 __all__ = ["ring_allreduce", "schedule_allreduce", "rank_plan", "pingpong", "fit_alpha_beta", "time_allreduce",
@@ -267,23 +268,18 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
     cmd = [exe, "-n", str(int(p)), sys.executable, *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env,
                             start_new_session=True)
-    watch = ready_file is not None and call_timeout_s is not None
-    start, ready_at = time.monotonic(), None
+    deadline = Deadline(timeout_s, ready_file, call_timeout_s)
     while True:
         try:  # communicate() may be called again after a timeout without losing output
-            out, _ = proc.communicate(timeout=0.1 if watch else timeout_s)
+            out, _ = proc.communicate(timeout=0.1 if deadline.watching else timeout_s)
             break
         except subprocess.TimeoutExpired:
-            now = time.monotonic()
-            if watch and ready_at is None and os.path.exists(ready_file):
-                ready_at = now
-            late = ready_at is not None and now - ready_at > call_timeout_s
-            if late or now - start > timeout_s:
+            which = deadline.passed()
+            if which is not None:
                 os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and the ranks it started: the group we created
                 out, _ = proc.communicate()
-                limit = f"{call_timeout_s:g} s of the ranks starting" if late else f"{timeout_s} s"
-                raise TimeoutError(f"mpiexec -n {p} did not finish within {limit} (deadlock?); output:\n"
-                                   f"{out[-2000:]}") from None
+                raise TimeoutError(f"mpiexec -n {p} did not finish within {deadline.describe(which)} (deadlock?); "
+                                   f"output:\n{out[-2000:]}") from None
     if proc.returncode != 0:
         raise RuntimeError(f"mpiexec -n {p} {' '.join(args)} failed with exit code {proc.returncode}:\n"
                            f"{out[-4000:]}")

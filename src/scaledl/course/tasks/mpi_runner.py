@@ -30,11 +30,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from scaledl._deadline import Deadline
 
 LOG_CHARS = 3000  # the tail of the ranks' output kept for a message: a traceback, not a flood
 READY_FILE = "ranks.ready"  # written by rank 0 once every rank has started (call_on_ranks' driver)
@@ -158,17 +159,14 @@ def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float,
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=folder,
                                 env=env, start_new_session=True)
-        start, ready_at, status = time.monotonic(), None, None
+        deadline, status = Deadline(timeout_s, folder / READY_FILE, call_timeout_s), None
         try:
             while status is None:
                 try:
                     proc.wait(timeout=POLL_s)
                     status = "ok" if proc.returncode == 0 else "error"
                 except subprocess.TimeoutExpired:
-                    now = time.monotonic()
-                    if ready_at is None and call_timeout_s is not None and (folder / READY_FILE).exists():
-                        ready_at = now
-                    if now - start > timeout_s or (ready_at is not None and now - ready_at > call_timeout_s):
+                    if deadline.passed() is not None:
                         status = "timeout"
         except BaseException:  # KeyboardInterrupt in the notebook: leave no rank behind either
             kill_tree(proc)
