@@ -200,7 +200,11 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
         got = runs[0]
         expected_tol = np.asarray(tolerance(inputs, want), np.float64)
         finite = np.isfinite(got)
-        bad = ~finite | (np.abs(got.astype(np.float64) - want) > expected_tol)
+
+        def off(out):  # elements that are not finite or lie beyond the tolerance
+            return ~np.isfinite(out) | (np.abs(out.astype(np.float64) - want) > expected_tol)
+
+        bad = off(got)
         problems = []
         if guard_hit:
             problems.append("wrote past the end of the output")
@@ -227,8 +231,7 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
                      "loaded its element (a missing cuda.syncthreads() after the loads), or an accumulator "
                      "that was never set to 0.")
         if not bad.any() and other is not None:  # the first run was right, a later one was not: still a race
-            got = other
-            bad = ~np.isfinite(got) | (np.abs(got.astype(np.float64) - want) > expected_tol) | (got != runs[0])
+            got, bad = other, off(other) | (other != runs[0])
         if bad.any():
             result.passed = False
             wrong_sizes.append(size)
