@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["PRECISIONS", "TRAINING_PRECISIONS", "Device", "get", "devices", "names", "HBM_SITES_GH100",
+__all__ = ["PRECISIONS", "TRAINING_PRECISIONS", "Device", "get", "devices", "names", "VARIANTS", "HBM_SITES_GH100",
            "HBM3_STACK_GB", "GH200_H100_MEMORY_GB"]
 
 # Precisions from widest to narrowest; int8 is an integer rate (TOPS), the rest floating point (TFLOP/s).
@@ -259,8 +259,28 @@ _DEVICES = (
            aliases=("H200",)),
 )
 
+# Other parts of the same chips, which the record runs of chapter 16 used. They are found by get() but kept out
+# of devices(), the one-part-per-generation table that chapters 01 and 03 plot.
+VARIANTS = (
+    Device("P100 PCIe 16GB", "Pascal", "GP100", 2016, "TSMC 16 nm FinFET", 16,
+           fp64_TFLOPS=4.7, fp32_TFLOPS=9.3, tf32_TFLOPS=None, fp16_TFLOPS=18.7, bf16_TFLOPS=None,
+           fp8_TFLOPS=None, int8_TOPS=None, tensor_core=_NO_TC, sparse_2to4=False,
+           memory_bandwidth_GBps=732, memory_GB=16, power_W=250,
+           citation="NVIDIA Tesla P100 datasheet (2016), PCIe version (16 GB column)",
+           note="The P100 SXM2's chip at lower clocks (1,303 MHz boost against 1,480) and 250 W, on PCIe 3.0 "
+                "x16 with no NVLink; the 12 GB card has 549 GB/s.",
+           aliases=("P100 PCIe",)),
+    Device("A100 SXM4 40GB", "Ampere", "GA100", 2020, "TSMC 7 nm (N7)", 7,
+           fp64_TFLOPS=19.5, fp32_TFLOPS=19.5, tf32_TFLOPS=156.0, fp16_TFLOPS=312.0, bf16_TFLOPS=312.0,
+           fp8_TFLOPS=None, int8_TOPS=624.0, tensor_core=_tc("fp64", "tf32", "fp16", "bf16", "int8"),
+           sparse_2to4=True, memory_bandwidth_GBps=1555, memory_GB=40, power_W=400, nvlink_GBps=600,
+           citation="NVIDIA A100 tensor core GPU datasheet (2021), A100 40GB SXM column",
+           note="The 80 GB part's rates with HBM2 instead of HBM2e: 1,555 GB/s against 2,039.",
+           aliases=("A100 40GB",)),
+)
+
 _BY_NAME = {}
-for _d in _DEVICES:
+for _d in _DEVICES + VARIANTS:
     for _key in (_d.name, *_d.aliases):
         _k = _key.casefold()
         assert _k not in _BY_NAME, f"duplicate device name or alias {_key!r}"
@@ -292,4 +312,4 @@ def get(name: str | Device) -> Device:
         return _BY_NAME[name.strip().casefold()]
     except KeyError:
         raise ValueError(f"device={name!r} is not in the hardware table; known devices: "
-                         f"{', '.join(names())}") from None
+                         f"{', '.join(names() + tuple(d.name for d in VARIANTS))}") from None
