@@ -126,3 +126,15 @@ def test_devices_are_frozen_and_validated():
     with pytest.raises(ValueError, match="memory_bandwidth_GBps must be > 0"):
         dataclasses.replace(d, memory_bandwidth_GBps=0)
     assert math.isfinite(d.efficiency_TFLOPS_per_W("int8"))
+
+
+def test_variants_are_found_by_name_but_kept_out_of_the_chip_table():
+    pcie, a40 = hw.get("P100 PCIe"), hw.get("A100 40GB")
+    assert pcie in hw.VARIANTS and a40 in hw.VARIANTS
+    assert pcie not in hw.devices() and pcie.name not in hw.names()
+    # the same chip as its table entry: the PCIe card at lower clocks, the 40 GB part with less bandwidth
+    assert pcie.chip == hw.get("P100").chip and pcie.fp32_TFLOPS < hw.get("P100").fp32_TFLOPS
+    assert (pcie.fp64_TFLOPS, pcie.fp32_TFLOPS, pcie.fp16_TFLOPS) == (4.7, 9.3, 18.7)
+    assert a40.fp16_TFLOPS == hw.get("A100").fp16_TFLOPS and a40.memory_bandwidth_GBps == 1555
+    with pytest.raises(ValueError, match="known devices: .*P100 PCIe 16GB"):
+        hw.get("P100 PCIe 12GB")
