@@ -1,8 +1,10 @@
 """The cluster model of a data-parallel run (scaledl.comm.cluster_model).
 
 - Closed-form consistency: one node at its own batch is efficiency 1; infinite bandwidth and zero latency
-  leave only the small-batch loss; a faster NIC never slows a step; full overlap hides the all-reduce up
-  to the backward time; the two losses add up to 1 - efficiency.
+  leave only the small-batch loss; a faster NIC never slows a step; the two losses add up to 1 - efficiency.
+- Overlap as bucketed all-reduce behaves: a bucket starts when its gradients exist, so one bucket never
+  hides and the last bucket always shows; the exposed time against its closed forms in both regimes.
+- Calibrations through two measured points; the communication-only baseline; a one-GPU baseline.
 - The simulator (netsim on topology.cluster) agrees with the closed forms on uncontended clusters at small
   sizes to float64 rounding (1e-12 relative, as test_comm_netsim), at odd GPU counts and node counts.
 - Bad arguments raise ValueError / TypeError naming the argument, the value and what was expected.
@@ -13,8 +15,9 @@ import math
 import pytest
 
 from scaledl.comm import cost
-from scaledl.comm.cluster_model import (ALGORITHMS, P100_RESNET50, V100_RESNET50, Calibration, DataParallelRun,
-                                        fixed_overhead_s, predict)
+from scaledl.comm.cluster_model import (ALGORITHMS, P100_RESNET50, P100_TF_BENCHMARKS, V100_RESNET50, Calibration,
+                                        DataParallelRun, communication_only, exposed_allreduce_s, fixed_overhead_s,
+                                        predict)
 
 REL = 1e-12
 
@@ -27,13 +30,32 @@ def small(**kw):
     return DataParallelRun(**base)
 
 
-def test_calibration_passes_through_its_published_point_and_falls_with_batch():
-    assert P100_RESNET50.samples_per_s(64) == pytest.approx(219.0, rel=REL)
+def test_calibration_passes_through_its_published_points_and_falls_with_batch():
+    # the P100 line goes through both of TensorFlow's measured points: its fixed part is measured
+    for model, batch, rate in P100_TF_BENCHMARKS:
+        if model == "ResNet-50":
+            assert P100_RESNET50.samples_per_s(batch) == pytest.approx(rate, rel=REL)
+    assert P100_RESNET50.fixed_measured and P100_RESNET50.fixed_s == pytest.approx(
+        32 / 195 - 32 * (64 / 219 - 32 / 195) / 32, rel=REL)
     assert V100_RESNET50.samples_per_s(256) == pytest.approx(1200.0, rel=REL)
     rates = [V100_RESNET50.samples_per_s(b) for b in (8, 16, 32, 64, 128, 256)]
     assert rates == sorted(rates) and rates[0] < 0.6 * rates[-1]
-    # the fixed part is the roofline: 525 kernels x 10 us + 20 B x 25.6 M params / 732 GB/s
-    assert P100_RESNET50.fixed_s == pytest.approx(525 * 10e-6 + 20 * 25.6e6 / 732e9, rel=REL)
+    # the V100's fixed part is the roofline (assumed): 525 kernels x 10 us + 22 B x 25.6 M params / 900 GB/s
+    assert not V100_RESNET50.fixed_measured
+    assert V100_RESNET50.fixed_s == pytest.approx(525 * 10e-6 + 22 * 25.6e6 / 900e9, rel=REL)
+
+
+def test_from_steps_is_the_line_through_two_points_whatever_their_order():
+    a = Calibration.from_steps("A100", "m", flop_per_sample=1e9, points=((10, 0.02), (30, 0.04)))
+    b = Calibration.from_steps("A100", "m", flop_per_sample=1e9, points=((30, 0.04), (10, 0.02)))
+    for c in (a, b):
+        assert c.fixed_s == pytest.approx(0.01, rel=REL) and c.compute_s(20) == pytest.approx(0.03, rel=REL)
+        assert c.sustained_FLOPs == pytest.approx(1e9 / 1e-3, rel=REL)
+    for points, words in [(((10, 0.02),), r"two \(batch, step_s\) pairs"), (((10, 0.02), (10, 0.03)), "10 twice"),
+                          (((10, 0.04), (30, 0.02)), "grows with the batch"),
+                          (((10, 0.01), (30, 0.05)), "fixed part >= 0")]:
+        with pytest.raises(ValueError, match=words):
+            Calibration.from_steps("A100", "m", flop_per_sample=1e9, points=points)
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -63,24 +85,77 @@ def test_infinite_bandwidth_leaves_only_the_small_batch_loss():
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("nics", [1, 2, 4])
 def test_doubling_nic_bandwidth_never_slows_a_step(algorithm, nics):
-    for overlap in (0.0, 0.5, 1.0):
+    for overlap in (False, True):
         run = DataParallelRun(P100_RESNET50, gpus=64, gpus_per_node=4, nics_per_node=nics, nic_Bps=1e9,
                               algorithm=algorithm, overlap=overlap, bucket_B=4e6)
         steps = [predict(run.replace(nic_Bps=1e9 * 2 ** k)).step_s for k in range(8)]
         assert all(b <= a for a, b in zip(steps, steps[1:])), steps
-        assert steps[-1] < steps[0] or overlap == 1.0
+        assert steps[-1] < steps[0]      # the last bucket always shows, so a faster NIC always helps
 
 
-def test_full_overlap_hides_the_allreduce_up_to_the_backward_time():
-    run = DataParallelRun(P100_RESNET50, gpus=256, gpus_per_node=8, nic_Bps=50e9 / 8, batch=32, overlap=1.0)
-    for nic in (50e9 / 8, 1e9, 0.2e9):           # all-reduce shorter, then longer than the backward pass
-        p = predict(run.replace(nic_Bps=nic))
-        backward = 2 / 3 * p.compute_s
-        assert p.hidden_s == pytest.approx(min(p.allreduce_s, backward), rel=REL)
-        assert p.step_s == pytest.approx(p.compute_s + max(0.0, p.allreduce_s - backward), rel=REL)
-    assert predict(run.replace(nic_Bps=50e9 / 8)).step_s == pytest.approx(run.calibration.compute_s(32), rel=REL)
-    half = predict(run.replace(nic_Bps=1e9, overlap=0.5))
-    assert half.hidden_s == pytest.approx(min(0.5 * half.allreduce_s, 2 / 3 * half.compute_s), rel=REL)
+def test_one_bucket_never_hides_and_the_last_bucket_always_shows():
+    run = DataParallelRun(P100_RESNET50, gpus=256, gpus_per_node=8, nic_Bps=50e9 / 8, batch=32, overlap=True)
+    one = predict(run)                                    # bucket_B None: all gradients in one bucket
+    assert one.hidden_s == 0 and one.exposed_s == one.allreduce_s
+    assert one.step_s == pytest.approx(predict(run.replace(overlap=False)).step_s, rel=REL)
+    for bucket in (1e6, 4e6, 25e6):
+        p = predict(run.replace(bucket_B=bucket))
+        total = run.gradient_B
+        rest = total - (total // bucket) * bucket           # the last bucket: what the full ones leave
+        last = predict(run.replace(params=(rest or bucket) / 4, overlap=False)).allreduce_s   # it alone
+        assert p.exposed_s >= last * (1 - 1e-12) and p.hidden_s + p.exposed_s == pytest.approx(p.allreduce_s)
+        assert p.step_s <= predict(run.replace(bucket_B=bucket, overlap=False)).step_s
+
+
+def test_exposed_time_matches_its_closed_forms_in_both_regimes():
+    # K equal buckets of t seconds, backward B: compute-bound (t <= B/K) exposes t; network-bound B/K + K t - B
+    for k, t, backward in [(4, 0.1, 1.0), (10, 0.05, 1.0), (4, 0.5, 1.0), (7, 0.3, 1.0), (1, 0.2, 1.0)]:
+        want = t if t <= backward / k else backward / k + k * t - backward
+        assert exposed_allreduce_s([t] * k, backward) == pytest.approx(want, rel=REL, abs=1e-15)
+    assert exposed_allreduce_s([], 1.0) == 0
+    # a long bucket early, then short ones: the queue it leaves delays them
+    assert exposed_allreduce_s([0.9, 0.01, 0.01, 0.01], 1.0) == pytest.approx(0.25 + 0.9 + 0.03 - 1.0, rel=REL)
+    with pytest.raises(ValueError, match="bucket_s must be a finite number >= 0, got -0.1"):
+        exposed_allreduce_s([-0.1], 1.0)
+
+
+def test_a_one_gpu_baseline_charges_all_of_the_communication():
+    net = dict(nic_Bps=25e9 / 8, intra_Bps=16e9, batch=64)
+    node = predict(DataParallelRun(P100_RESNET50, gpus=128, gpus_per_node=4, **net))
+    gpu = predict(DataParallelRun(P100_RESNET50, gpus=128, gpus_per_node=4, reference_gpus=1, **net))
+    assert gpu.node_communication_efficiency == 1 and gpu.efficiency < node.efficiency
+    assert gpu.efficiency == pytest.approx(gpu.communication_efficiency, rel=REL)
+    with pytest.raises(ValueError, match="reference_gpus must be at most one node .* got 8"):
+        DataParallelRun(P100_RESNET50, gpus=128, gpus_per_node=4, reference_gpus=8)
+
+
+def test_communication_only_charges_every_allreduce_at_the_baselines_cost_per_sample():
+    run = DataParallelRun(P100_RESNET50, gpus=64, gpus_per_node=8, nic_Bps=1e9, batch=16, reference_batch=64)
+    base = run.baseline()
+    base_comm = predict(base).allreduce_s
+    step, eff = communication_only(run)
+    per_sample = P100_RESNET50.compute_s(64) / 64
+    assert step == pytest.approx(16 * per_sample + predict(run).allreduce_s, rel=REL)
+    assert eff == pytest.approx((16 / step) / (64 / (64 * per_sample + base_comm)), rel=REL)
+    # with a measured baseline step, its cost per sample is that step less the baseline's own all-reduce
+    step2, _ = communication_only(run, reference_step_s=0.5)
+    assert step2 == pytest.approx(16 * (0.5 - base_comm) / 64 + predict(run).allreduce_s, rel=REL)
+    # no fixed part: it is blind to the small-batch loss the calibration measures
+    assert eff > predict(run).efficiency
+    with pytest.raises(ValueError, match="reference_step_s must exceed the baseline's own all-reduce"):
+        communication_only(run, reference_step_s=base_comm / 2)
+
+
+def test_in_network_reduction_costs_one_trip_up_and_down_the_switches():
+    run = small(algorithm="hierarchical", inter_algorithm="in_network", bucket_B=None)
+    g, n = 5, 4e5
+    inside = cost.hierarchical_allreduce_time(1, g, n, intra_alpha=0.5e-6, intra_beta=1 / 50e9, inter_alpha=0,
+                                              inter_beta=0)
+    assert predict(run).allreduce_s == pytest.approx(inside + 2 * 3e-6 + n / g / 12.5e9, rel=REL)
+    # and it does not grow with the node count
+    assert predict(run.replace(gpus=500)).allreduce_s == pytest.approx(predict(run).allreduce_s, rel=REL)
+    with pytest.raises(ValueError, match="in_network.*simulate=False"):
+        predict(run, simulate=True)
 
 
 def test_buckets_pay_latency_each():
@@ -138,7 +213,8 @@ def test_closed_form_bounds_the_simulation_when_gpus_share_a_nic():
     (dict(algorithm="tree"), ["algorithm", "'tree'", "ring"]),
     (dict(inter_algorithm="torus"), ["inter_algorithm", "'torus'", "rabenseifner"]),
     (dict(torus_cols=7), ["torus_cols", "7", "multiple"]),
-    (dict(overlap=1.5), ["overlap", "1.5", "[0, 1]"]),
+    (dict(reference_gpus=0), ["reference_gpus", "0", ">= 1"]),
+    (dict(inter_algorithm="sharp"), ["inter_algorithm", "'sharp'", "in_network"]),
     (dict(backward_fraction=-0.1), ["backward_fraction", "-0.1", ">= 0"]),
     (dict(bucket_B=0.0), ["bucket_B", "0.0", "positive"]),
     (dict(gradient_bytes=0), ["gradient_bytes", "0", ">= 1"]),
@@ -153,6 +229,8 @@ def test_bad_arguments_say_what_was_expected(change, words):
 def test_bad_types_and_simulation_limits():
     with pytest.raises(TypeError, match="gpus must be an int, got 8.0"):
         small(gpus=8.0)
+    with pytest.raises(TypeError, match="overlap must be True or False, got 1.0"):
+        small(overlap=1.0)
     with pytest.raises(TypeError, match="calibration must be a Calibration"):
         small(calibration="P100")
     with pytest.raises(TypeError, match="run must be a DataParallelRun"):

@@ -3,26 +3,37 @@
 One frozen :class:`DataParallelRun` describes the run: the accelerator's calibration for the model
 (:class:`Calibration`: its sustained FLOP/s and a fixed per-step overhead, so that throughput falls as the
 per-GPU batch shrinks), the GPU count and GPUs per node, the link inside a node, the NICs of a node, the
-gradient bytes, the per-GPU batch, the all-reduce algorithm and how much of the all-reduce hides behind the
-backward pass. :func:`predict` adds up
+gradient bytes, the per-GPU batch, the all-reduce algorithm, the gradient buckets and whether they overlap
+the backward pass. :func:`predict` adds up
 
     compute(b)  = fixed_s + b x flop_per_sample / sustained_FLOPs          (one GPU, per-GPU batch b)
     allreduce   = the gradients in buckets of bucket_B bytes, each bucket a whole all-reduce (its latency
                   paid again), from the closed forms of :mod:`scaledl.comm.cost` or played on
                   :func:`scaledl.comm.topology.cluster` by :mod:`scaledl.comm.netsim` (``simulate=True``)
-    hidden      = min(overlap x allreduce, backward_fraction x compute)     (backward ~ 2/3 of the step)
-    step        = compute + allreduce - hidden
+    exposed     = without overlap, all of it, after the backward pass; with ``overlap=True``, what is left
+                  after the backward pass ends when each bucket starts as soon as its gradients exist and
+                  the buckets go through the network one at a time (:func:`exposed_allreduce_s`)
+    step        = compute + exposed
 
-and compares the GPUs' throughput with one node of the same run at ``reference_batch`` per GPU (by default
-the run's own batch). The efficiency factors into what the smaller per-GPU batch costs
-(``batch_efficiency``: one GPU's compute-only throughput at b against that at reference_batch) and what the
-communication costs (``communication_efficiency`` of the run against that of the one-node baseline):
+The backward pass is the last ``backward_fraction`` of the compute and produces the gradient bytes at an even
+rate (an assumption: real networks produce their last layers' gradients first, and those layers hold most
+of the parameters of a ResNet). So the last bucket can never hide: its all-reduce starts when the backward
+pass ends, and one bucket of all the gradients is never hidden at all.
+
+The efficiency is the per-GPU throughput of the run against a baseline of the same run on
+``reference_gpus`` GPUs (by default one node; 1 for a paper that measures against one GPU) at
+``reference_batch`` per GPU (by default the run's own batch). It factors into what the smaller per-GPU batch
+costs (``batch_efficiency``: one GPU's compute-only throughput at b against that at reference_batch) and what
+the communication costs (``communication_efficiency`` of the run against that of the baseline):
 
     efficiency = batch_efficiency x communication_efficiency / node_communication_efficiency
     loss_to_batch = 1 - batch_efficiency,  loss_to_communication = batch_efficiency - efficiency
 
-Calibrations are per accelerator and model, never per run. Links are end to end: ``intra_latency_s`` is
-GPU to GPU inside a node, ``nic_latency_s`` GPU to GPU between nodes. Which links each algorithm uses:
+Calibrations are per accelerator, model and software, never per run: either two measured (batch, step time)
+points (:meth:`Calibration.from_steps`: the fixed part is measured) or one published throughput with the
+fixed part from a roofline of kernel launches and the optimizer update (:meth:`Calibration.from_throughput`:
+the fixed part is assumed). Links are end to end: ``intra_latency_s`` is GPU to GPU inside a node,
+``nic_latency_s`` GPU to GPU between nodes. Which links each algorithm uses:
 
   - ``ring``: one ring over all GPUs, node after node, so one GPU per node sends through a NIC at a time;
     every step lasts as long as its slower message: 2 (p-1) max(alpha_nic + n/p beta_nic,
@@ -44,159 +55,43 @@ NIC overlap their latencies; the two meet when the buckets are bandwidth-bound.
 >>> run = DataParallelRun(P100_RESNET50, gpus=256, gpus_per_node=8, nic_Bps=50e9 / 8, batch=32)
 >>> p = predict(run)
 >>> round(p.efficiency, 3), round(p.loss_to_batch, 3)   # against one node at the same batch
-(0.832, 0.0)
+(0.844, 0.0)
 >>> q = predict(run.replace(reference_batch=64))          # against one node at 64 per GPU
 >>> round(q.efficiency, 3), round(q.loss_to_batch, 3), round(q.loss_to_communication, 3)
-(0.793, 0.02, 0.187)
->>> round(predict(run.replace(overlap=1.0, bucket_B=1e6)).efficiency, 3)   # hidden behind the backward pass
-1.0
+(0.735, 0.11, 0.156)
+>>> one = predict(run.replace(overlap=True))              # one bucket: nothing can hide
+>>> one.hidden_s, round(one.efficiency, 3)
+(0.0, 0.844)
+>>> round(predict(run.replace(overlap=True, bucket_B=1e6)).efficiency, 3)   # 1 MB buckets behind the backward
+0.998
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass
 
 from scaledl.comm import cost, netsim, schedule, topology
-from scaledl.comm.plan import RESNET50_FORWARD_MULTIPLY_ADDS, RESNET50_PARAMS, training_flop_per_example
-from scaledl.perf import hardware
+from scaledl.comm.calibration import (KERNEL_OVERHEAD_s, P100_RESNET50, P100_TF_BENCHMARKS,  # noqa: F401
+                                      RESNET50_KERNELS_PER_STEP, RESNET50_TRAIN_FLOP, V100_RESNET50, Calibration,
+                                      _count, _fraction, _nonnegative, _positive, fixed_overhead_s)
+from scaledl.comm.plan import RESNET50_PARAMS
 
-__all__ = ["ALGORITHMS", "Calibration", "DataParallelRun", "Prediction", "predict", "fixed_overhead_s",
-           "P100_RESNET50", "V100_RESNET50", "RESNET50_TRAIN_FLOP", "RESNET50_KERNELS_PER_STEP",
-           "KERNEL_OVERHEAD_s", "SIMULATE_MAX_GPUS"]
+__all__ = ["ALGORITHMS", "INTER_ALGORITHMS", "DataParallelRun", "Prediction", "predict", "exposed_allreduce_s",
+           "communication_only", "SIMULATE_MAX_GPUS",
+           # from scaledl.comm.calibration, which this module extends with the network
+           "Calibration", "fixed_overhead_s", "P100_RESNET50", "V100_RESNET50", "RESNET50_TRAIN_FLOP",
+           "RESNET50_KERNELS_PER_STEP", "KERNEL_OVERHEAD_s", "P100_TF_BENCHMARKS"]
 
 ALGORITHMS = ("ring", "hierarchical", "torus_2d", "double_binary_tree")
+# Across nodes, for "hierarchical": MPICH's and NCCL's algorithms, or "in_network": the switches reduce
+# (Mellanox SHARP; Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware Architecture
+# for Efficient Data Reduction", COMHPC workshop at SC 2016), so each GPU's share goes up the switch tree once
+# and comes back once: 2 alpha_nic + n/g beta_nic, whatever the node count. Closed form only.
+INTER_ALGORITHMS = cost.ALLREDUCE_ALGORITHMS + ("in_network",)
 # netsim's fast path handles a few thousand ranks in seconds; beyond this, use the closed forms.
 SIMULATE_MAX_GPUS = 4096
-
-# ResNet-50 training FLOP per 224x224 image: 2 x 3 x 4.1 G multiply-adds (scaledl.comm.plan, where the
-# multiply-adds are cited) = 24.6 GFLOP.
-RESNET50_TRAIN_FLOP = training_flop_per_example(RESNET50_FORWARD_MULTIPLY_ADDS)
-# Kernels in one ResNet-50 training step, counted from the architecture (He et al. 2016, table 1): forward
-# 53 convolutions + 53 batch norms + 49 ReLUs + 16 residual adds + pool, fc, softmax ~ 175; backward about
-# twice that; ~525 in all. An estimate of this model, not a profile.
-RESNET50_KERNELS_PER_STEP = 525
-# What a kernel costs beyond its arithmetic (launch, ramp-up and tail of a small grid): ~10 us. Approximate,
-# from memory (CUDA launch latency is ~5 us; the rest is an assumption of this model).
-KERNEL_OVERHEAD_s = 10e-6
-# Bytes per parameter of one SGD-with-momentum update: read w, g, v and write w, v in fp32 = 20 B; with
-# mixed precision add the fp16 weight copy written (2 B) and fp32 master weights: 22 B. Counted, not measured.
-SGD_MOMENTUM_FP32_B_PER_PARAM = 20
-SGD_MOMENTUM_MIXED_B_PER_PARAM = 22
-
-
-def _positive(name: str, value, *, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value > 0 and (allow_inf or math.isfinite(value))):
-        what = "a positive number (math.inf allowed)" if allow_inf else "a positive finite number"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return float(value)
-
-
-def _nonnegative(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-def _fraction(name: str, value) -> float:
-    v = _nonnegative(name, value)
-    if v > 1:
-        raise ValueError(f"{name} must be a fraction in [0, 1], got {value!r}")
-    return v
-
-
-def _count(name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
-
-
-def fixed_overhead_s(*, kernels: int, kernel_overhead_s: float, optimizer_B: float, memory_Bps: float) -> float:
-    """A roofline of the part of a step that does not grow with the batch: ``kernels`` x
-    ``kernel_overhead_s`` plus the optimizer's ``optimizer_B`` bytes of memory traffic at ``memory_Bps``.
-
-    >>> round(fixed_overhead_s(kernels=525, kernel_overhead_s=10e-6, optimizer_B=20 * 25.6e6,
-    ...                        memory_Bps=732e9) * 1e3, 2)     # ms: 5.25 + 0.70
-    5.95
-    """
-    return (_count("kernels", kernels) * _nonnegative("kernel_overhead_s", kernel_overhead_s)
-            + _nonnegative("optimizer_B", optimizer_B) / _positive("memory_Bps", memory_Bps))
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """One accelerator training one model: a step on per-GPU batch b takes
-    ``fixed_s + b x flop_per_sample / sustained_FLOPs`` seconds, so throughput b / t(b) rises towards
-    sustained_FLOPs / flop_per_sample as b grows and falls as it shrinks. ``source`` says where the numbers
-    come from."""
-
-    accelerator: str          # a name scaledl.perf.hardware knows
-    model: str
-    flop_per_sample: float    # training FLOP per sample (forward + backward)
-    sustained_FLOPs: float    # FLOP/s at large batch, from a published single-GPU throughput
-    fixed_s: float            # seconds per step that do not grow with the batch
-    source: str = ""
-
-    def __post_init__(self):
-        hardware.get(self.accelerator)  # raises for an accelerator the book does not know
-        _positive("flop_per_sample", self.flop_per_sample)
-        _positive("sustained_FLOPs", self.sustained_FLOPs)
-        _nonnegative("fixed_s", self.fixed_s)
-
-    @classmethod
-    def from_throughput(cls, accelerator: str, model: str, *, flop_per_sample: float, batch: int,
-                        samples_per_s: float, fixed_s: float, source: str = "") -> "Calibration":
-        """The calibration whose curve passes through a published (``batch``, ``samples_per_s``) point."""
-        b, rate = _count("batch", batch), _positive("samples_per_s", samples_per_s)
-        busy = b / rate - _nonnegative("fixed_s", fixed_s)
-        if busy <= 0:
-            raise ValueError(f"fixed_s must be below batch / samples_per_s = {b / rate!r} s, got {fixed_s!r}")
-        return cls(accelerator, model, flop_per_sample, b * _positive("flop_per_sample", flop_per_sample) / busy,
-                   fixed_s, source)
-
-    def compute_s(self, batch) -> float:
-        """Seconds of one GPU's step on ``batch`` samples, without communication."""
-        return self.fixed_s + _count("batch", batch) * self.flop_per_sample / self.sustained_FLOPs
-
-    def samples_per_s(self, batch) -> float:
-        return _count("batch", batch) / self.compute_s(batch)
-
-
-# P100 SXM2, ResNet-50, fp32. Published single-GPU throughput: 219 images/s at batch 64 (TensorFlow
-# "Benchmarks" page, May 2017, one P100 of a DGX-1, training on synthetic data; tensorflow/tensorflow
-# docs_src/performance/benchmarks.md, verified). Fixed part: 525 kernels x 10 us + 20 B/param x 25.6 M params at
-# the P100's 732 GB/s (NVIDIA Tesla P100 datasheet, 2016, via scaledl.perf.hardware) = 5.95 ms. Gives ~5.5
-# TFLOP/s sustained, 52 % of the P100's 10.6 fp32 TFLOPS. The same page measured 195 images/s at batch 32, where
-# this curve gives 215: the roofline fixed part under-estimates what a small batch costs.
-P100_RESNET50 = Calibration.from_throughput(
-    "P100 SXM2", "ResNet-50", flop_per_sample=RESNET50_TRAIN_FLOP, batch=64, samples_per_s=219.0,
-    fixed_s=fixed_overhead_s(kernels=RESNET50_KERNELS_PER_STEP, kernel_overhead_s=KERNEL_OVERHEAD_s,
-                             optimizer_B=SGD_MOMENTUM_FP32_B_PER_PARAM * RESNET50_PARAMS,
-                             memory_Bps=hardware.get("P100").memory_bandwidth_GBps * 1e9),
-    source="TensorFlow benchmarks (May 2017), DGX-1 P100, 1 GPU, synthetic data: 219 img/s at batch 64 "
-           "(verified); fixed part a roofline of kernel overheads and the SGD update")
-# V100 SXM2 16 GB, ResNet-50 v1.5, mixed precision (tensor cores): 1,200 images/s at batch 256 (NVIDIA
-# DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md, "Training performance: NVIDIA
-# DGX-1 16GB (8x V100 16GB)", 1 GPU, mixed precision, pytorch-21.03 container, default batch 256 per GPU;
-# verified. Earlier software was slower: the 2018 README of the same model, pytorch-18.09, gave 747 images/s).
-# Fixed part as for the P100 with 22 B/param at 900 GB/s (NVIDIA Tesla V100 datasheet). Gives ~30 TFLOP/s
-# sustained, 24 % of the 125 tensor TFLOPS.
-V100_RESNET50 = Calibration.from_throughput(
-    "V100 SXM2", "ResNet-50", flop_per_sample=RESNET50_TRAIN_FLOP, batch=256, samples_per_s=1200.0,
-    fixed_s=fixed_overhead_s(kernels=RESNET50_KERNELS_PER_STEP, kernel_overhead_s=KERNEL_OVERHEAD_s,
-                             optimizer_B=SGD_MOMENTUM_MIXED_B_PER_PARAM * RESNET50_PARAMS,
-                             memory_Bps=hardware.get("V100").memory_bandwidth_GBps * 1e9),
-    source="NVIDIA DeepLearningExamples PyTorch ResNet-50 v1.5 README (pytorch-21.03), DGX-1 V100 16GB, 1 GPU, "
-           "AMP: 1,200 img/s at batch 256 (verified); fixed part a roofline of kernel overheads and the SGD "
-           "update")
 
 
 @dataclass(frozen=True)
@@ -215,12 +110,13 @@ class DataParallelRun:
     params: float = RESNET50_PARAMS
     gradient_bytes: int = 4                                 # per parameter: 4 fp32, 2 fp16
     batch: int = 32                                         # per GPU
-    reference_batch: int | None = None                      # per GPU of the one-node baseline; None: batch
+    reference_batch: int | None = None                      # per GPU of the baseline; None: batch
+    reference_gpus: int | None = None                       # GPUs of the baseline; None: one node
     algorithm: str = "hierarchical"
     inter_algorithm: str = "ring"                           # across nodes, for "hierarchical"
     torus_cols: int | None = None                           # for "torus_2d"; None: gpus_per_node
-    overlap: float = 0.0                                    # fraction of the all-reduce that may hide
-    backward_fraction: float = 2 / 3                        # of the compute, the part it may hide behind
+    overlap: bool = False                                   # buckets start while the backward pass runs
+    backward_fraction: float = 2 / 3                        # of the compute, the backward pass
     bucket_B: float | None = None                           # None: one bucket of all the gradients
 
     def __post_init__(self):
@@ -242,17 +138,23 @@ class DataParallelRun:
         _count("batch", self.batch)
         if self.reference_batch is not None:
             _count("reference_batch", self.reference_batch)
+        if self.reference_gpus is not None:
+            r = _count("reference_gpus", self.reference_gpus)
+            if r > min(g, n):
+                raise ValueError(f"reference_gpus must be at most one node (gpus_per_node={n}) and at most "
+                                 f"gpus={g}, got {r}")
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}")
-        if self.inter_algorithm not in cost.ALLREDUCE_ALGORITHMS:
-            raise ValueError(f"inter_algorithm must be one of {', '.join(cost.ALLREDUCE_ALGORITHMS)}; got "
+        if self.inter_algorithm not in INTER_ALGORITHMS:
+            raise ValueError(f"inter_algorithm must be one of {', '.join(INTER_ALGORITHMS)}; got "
                              f"{self.inter_algorithm!r}")
         if self.torus_cols is not None:
             c = _count("torus_cols", self.torus_cols)
             if c % n or g % c:
                 raise ValueError(f"torus_cols must be a multiple of gpus_per_node={n} that divides gpus={g}, "
                                  f"got {c}")
-        _fraction("overlap", self.overlap)
+        if not isinstance(self.overlap, bool):
+            raise TypeError(f"overlap must be True or False, got {self.overlap!r}")
         _fraction("backward_fraction", self.backward_fraction)
         if self.bucket_B is not None:
             _positive("bucket_B", self.bucket_B)
@@ -274,9 +176,10 @@ class DataParallelRun:
     def gradient_B(self) -> float:
         return self.params * self.gradient_bytes
 
-    def one_node(self) -> "DataParallelRun":
-        """The baseline: one node of this run at reference_batch per GPU."""
-        return self.replace(gpus=self.gpus_in_node, batch=self.reference_batch or self.batch, torus_cols=None)
+    def baseline(self) -> "DataParallelRun":
+        """The baseline: this run on reference_gpus GPUs (one node by default) at reference_batch per GPU."""
+        return self.replace(gpus=self.reference_gpus or self.gpus_in_node, batch=self.reference_batch or self.batch,
+                            torus_cols=None)
 
 
 @dataclass(frozen=True)
@@ -286,10 +189,11 @@ class Prediction:
     efficiency: float                      # per-GPU throughput against one node at reference_batch
     compute_s: float
     allreduce_s: float                     # all buckets, as if nothing hid
-    hidden_s: float
+    hidden_s: float                        # allreduce_s - exposed_s
+    exposed_s: float                       # what the step waits for after the backward pass
     batch_efficiency: float
     communication_efficiency: float        # compute_s / step_s
-    node_communication_efficiency: float   # the same for the one-node baseline
+    node_communication_efficiency: float   # the same for the baseline
     loss_to_batch: float
     loss_to_communication: float
     method: str                            # "closed_form" or "netsim"
@@ -318,6 +222,10 @@ def _closed_form(run: DataParallelRun, nbytes: float) -> float:
     if run.algorithm == "double_binary_tree":
         alpha, beta = (a_i, b_i) if nodes == 1 else (max(a_i, a_e), max(b_i, b_e))
         return float(cost.allreduce_time(run.algorithm, run.gpus, nbytes, alpha=alpha, beta=beta))
+    if run.algorithm == "hierarchical" and run.inter_algorithm == "in_network":
+        inside = float(cost.hierarchical_allreduce_time(1, g, nbytes, intra_alpha=a_i, intra_beta=b_i,
+                                                        inter_alpha=0.0, inter_beta=0.0))
+        return inside + (2 * a_e + nbytes / g * b_e * share if nodes > 1 else 0.0)
     if run.algorithm == "hierarchical":
         return float(cost.hierarchical_allreduce_time(nodes, g, nbytes, intra_alpha=a_i, intra_beta=b_i,
                                                       inter_alpha=a_e, inter_beta=b_e * share,
@@ -342,6 +250,9 @@ def _topology(run: DataParallelRun):
 def _simulated(run: DataParallelRun, nbytes: float) -> float:
     if run.gpus == 1:
         return 0.0
+    if run.algorithm == "hierarchical" and run.inter_algorithm == "in_network":
+        raise ValueError("inter_algorithm='in_network' has no netsim schedule (switches that reduce); use "
+                         "simulate=False")
     if run.gpus > SIMULATE_MAX_GPUS:
         raise ValueError(f"gpus must be <= {SIMULATE_MAX_GPUS} to simulate, got {run.gpus}; use simulate=False")
     topo = _topology(run)
@@ -358,24 +269,51 @@ def _simulated(run: DataParallelRun, nbytes: float) -> float:
     return netsim.simulate(sched, topo, nbytes=nbytes, timeline=False).time_s
 
 
-def _allreduce_s(run: DataParallelRun, simulate: bool) -> float:
-    """All buckets one after the other, each paying its own latency."""
-    one = _simulated if simulate else _closed_form
+def _buckets(run: DataParallelRun) -> list[float]:
+    """The bucket sizes in bytes, in the order the backward pass fills them: full buckets, then the rest."""
     total = run.gradient_B
     bucket = total if run.bucket_B is None else min(run.bucket_B, total)
     full = math.floor(total / bucket)
     rest = total - full * bucket
-    t = full * one(run, bucket)
-    if rest > 1e-9 * total:
-        t += one(run, rest)
-    return t
+    return [bucket] * full + ([rest] if rest > 1e-9 * total else [])
+
+
+def exposed_allreduce_s(bucket_s, backward_s: float) -> float:
+    """Seconds the step waits after its backward pass, when bucket k (of equal byte counts in ``bucket_s``'s
+    order, ``bucket_s[k]`` seconds of all-reduce each) can start only when the backward pass has produced its
+    gradients (at (k+1)/K of ``backward_s``, an even rate) and after bucket k-1 has left the network.
+
+    >>> exposed_allreduce_s([0.1], 1.0)              # one bucket: all of it after the backward pass
+    0.1
+    >>> exposed_allreduce_s([0.1] * 4, 1.0)          # short buckets: only the last one shows
+    0.1
+    >>> round(exposed_allreduce_s([0.5] * 4, 1.0), 6)   # network-bound: 0.25 + 4 x 0.5 - 1
+    1.25
+    """
+    times = [_nonnegative("bucket_s", t) for t in bucket_s]
+    backward = _nonnegative("backward_s", backward_s)
+    if not times:
+        return 0.0
+    gap = backward / len(times)          # between two buckets' gradients being ready
+    late = 0.0                           # how long after its gradients were ready a bucket leaves the network
+    for i, t in enumerate(times):
+        late = (max(0.0, late - gap) if i else 0.0) + t
+    return late                          # the last bucket's gradients are ready when the backward pass ends
+
+
+def _bucket_times(run: DataParallelRun, simulate: bool) -> list[float]:
+    one = _simulated if simulate else _closed_form
+    sizes = _buckets(run)
+    cache = {n: one(run, n) for n in set(sizes)}
+    return [cache[n] for n in sizes]
 
 
 def _step(run: DataParallelRun, simulate: bool) -> tuple[float, float, float, float]:
     compute = run.calibration.compute_s(run.batch)
-    comm = _allreduce_s(run, simulate)
-    hidden = min(run.overlap * comm, run.backward_fraction * compute)
-    return compute + comm - hidden, compute, comm, hidden
+    times = _bucket_times(run, simulate)
+    comm = float(sum(times))
+    exposed = exposed_allreduce_s(times, run.backward_fraction * compute) if run.overlap else comm
+    return compute + exposed, compute, comm, exposed
 
 
 def predict(run: DataParallelRun, *, simulate: bool = False) -> Prediction:
@@ -391,15 +329,41 @@ def predict(run: DataParallelRun, *, simulate: bool = False) -> Prediction:
         raise TypeError(f"run must be a DataParallelRun, got {type(run).__name__}")
     if not isinstance(simulate, bool):
         raise TypeError(f"simulate must be True or False, got {simulate!r}")
-    step, compute, comm, hidden = _step(run, simulate)
-    base = run.one_node()
+    step, compute, comm, exposed = _step(run, simulate)
+    base = run.baseline()
     base_step, base_compute, _, _ = _step(base, simulate)
     cal = run.calibration
     batch_eff = cal.samples_per_s(run.batch) / cal.samples_per_s(base.batch)
     comm_eff, node_eff = compute / step, base_compute / base_step
     eff = (run.batch / step) / (base.batch / base_step)
     return Prediction(step_s=step, samples_per_s=run.gpus * run.batch / step, efficiency=eff, compute_s=compute,
-                      allreduce_s=comm, hidden_s=hidden, batch_efficiency=batch_eff,
+                      allreduce_s=comm, hidden_s=comm - exposed, exposed_s=exposed, batch_efficiency=batch_eff,
                       communication_efficiency=comm_eff, node_communication_efficiency=node_eff,
                       loss_to_batch=1 - batch_eff, loss_to_communication=batch_eff - eff,
                       method="netsim" if simulate else "closed_form")
+
+
+def communication_only(run: DataParallelRun, *, reference_step_s: float | None = None) -> tuple[float, float]:
+    """The trivial model the cluster model must beat: (step seconds, efficiency) when the compute per sample
+    is the baseline's and every all-reduce is charged in full after it (chapter 14's closed forms, no
+    overlap, no small-batch fall-off). The baseline's step is ``reference_step_s`` where it was measured,
+    else the calibration's step at reference_batch with its own all-reduce.
+
+    >>> run = DataParallelRun(P100_RESNET50, gpus=256, gpus_per_node=8, nic_Bps=50e9 / 8, batch=32,
+    ...                       reference_batch=64)
+    >>> step, eff = communication_only(run)               # half the baseline's compute, no fixed part
+    >>> round(step * 1e3, 1), round(eff, 3), round(predict(run).efficiency, 3)
+    (187.0, 0.805, 0.735)
+    """
+    if not isinstance(run, DataParallelRun):
+        raise TypeError(f"run must be a DataParallelRun, got {type(run).__name__}")
+    base = run.baseline()
+    if reference_step_s is None:
+        base_step = base.calibration.compute_s(base.batch) + sum(_bucket_times(base, False))
+    else:
+        base_step = _positive("reference_step_s", reference_step_s)
+    per_sample = (base_step - sum(_bucket_times(base, False))) / base.batch
+    if per_sample <= 0:
+        raise ValueError(f"reference_step_s must exceed the baseline's own all-reduce, got {reference_step_s!r}")
+    step = run.batch * per_sample + sum(_bucket_times(run, False))
+    return step, (run.batch / step) / (base.batch / base_step)
