@@ -1,29 +1,26 @@
-"""The record data-parallel runs, predicted by :mod:`scaledl.comm.cluster_model` and held against what was published.
+"""The record data-parallel runs, predicted by :mod:`scaledl.comm.cluster_model`, held against what was measured
+and against the trivial models the cluster model must beat.
 
 Each :class:`RecordRun` describes one published run as a :class:`~scaledl.comm.cluster_model.DataParallelRun`
-(every hardware constant with its source in ``hardware``), the figure its authors published (a
-:class:`Published`: the value, what kind of figure it is, the paper and the table or figure it comes from, and
-how it was checked), and computes the model's prediction with :func:`~scaledl.comm.cluster_model.predict`
-(closed forms) and the relative error. Figures of two kinds:
+(every hardware constant with its source in ``hardware``) and what was measured (:class:`Measured`): a scaling
+efficiency against a stated baseline, and where a log gives it a step time. Every row is compared like for like:
+the model's efficiency is taken against the same baseline as the measured one (one GPU, one node; the same
+software and round for MLPerf), and beside two baselines:
 
-  - ``"efficiency"``: per-GPU throughput of the run against one node, as the papers define scaling efficiency
-    (the model's :attr:`Prediction.efficiency`);
-  - ``"samples_per_s"``: images per second over the whole run, from a time to train: epochs x 1,281,167
-    ImageNet images / seconds. That figure includes everything the run spent (evaluation, input pipeline,
-    start-up) and the model only the training steps, so it over-predicts by what those cost.
+  - **perfect scaling**: 100 % efficiency, and the baseline's measured time per sample at the run's batch;
+  - **communication only**: the baseline's time per sample plus every all-reduce in full, from chapter 14's
+    closed forms (:func:`~scaledl.comm.cluster_model.communication_only`): no fixed part, no overlap.
 
-A row whose error passes its tolerance carries the ``reason`` (what the model leaves out), so that a change
-to the model that fixes it shows up in the tests. Calibrations stay per accelerator and model
-(:data:`~scaledl.comm.cluster_model.P100_RESNET50`, :data:`~scaledl.comm.cluster_model.V100_RESNET50` and the two
-below), never per run.
+Errors: on the efficiency in points, on the loss (1 - efficiency) relative to the measured loss, on the step
+time relative to the measured step. The goals (:data:`GOALS`): a step within 15 %; an efficiency within 10
+points and closer than perfect scaling. A row that misses one keeps a ``reason``, and a row whose baseline the
+source does not establish, or whose numbers made a calibration, is shown but not scored.
 
->>> goyal = RECORD_RUNS[0]
->>> goyal.name, goyal.published.kind, goyal.published.value
-('Goyal et al. 2017', 'efficiency', 0.9)
->>> round(goyal.predicted, 2), f"{goyal.error:+.0%}", goyal.within_tolerance
-(0.83, '-8%', True)
->>> [r.name for r in RECORD_RUNS if not r.within_tolerance]
-['Akiba et al. 2017, 15 minutes', 'MLPerf v0.7, NVIDIA, 768 A100']
+>>> r = record("MLPerf v2.0, NVIDIA, 128 DGX A100")
+>>> round(100 * r.measured.efficiency), round(100 * r.efficiency_error), round(100 * r.perfect_error)
+(68, 5, 32)
+>>> f"{r.step_error:+.0%}", r.meets_goals
+('-4%', True)
 """
 
 from __future__ import annotations
@@ -34,93 +31,59 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaledl.comm import topology
-from scaledl.comm.cluster_model import (ALGORITHMS, KERNEL_OVERHEAD_s, P100_RESNET50, RESNET50_KERNELS_PER_STEP,
-                                        RESNET50_TRAIN_FLOP, SGD_MOMENTUM_FP32_B_PER_PARAM,
-                                        SGD_MOMENTUM_MIXED_B_PER_PARAM, V100_RESNET50, Calibration,
-                                        DataParallelRun, Prediction, fixed_overhead_s, predict)
-from scaledl.comm.plan import FLOP_PER_MULTIPLY_ADD, RESNET50_PARAMS, TRAIN_OVER_FORWARD
-from scaledl.perf import hardware
+from scaledl.comm import mlperf, topology
+from scaledl.comm.cluster_model import (P100_RESNET50, V100_RESNET50, DataParallelRun, Prediction,
+                                        communication_only, predict)
+from scaledl.comm.record_calibrations import (A100_40GB_DELL, A100_MLPERF, DGX_A100, DGX_H100,
+                                              ETHERNET_LATENCY_s, H100_MLPERF, INCEPTION3_PARAMS, P100_INCEPTION3,
+                                              P100_PCIE_RESNET50, XE8545, mlperf_run)
 from scaledl.perf.progress import IMAGENET_TRAIN_IMAGES
 
-__all__ = ["TOLERANCE", "FIGURE_KINDS", "Published", "RecordRun", "RECORD_RUNS", "record", "table",
-           "node_doublings", "scaling_curve", "view_scaling", "A100_RESNET50", "P100_INCEPTION3",
-           "INCEPTION3_PARAMS", "ETHERNET_LATENCY_s", "P100_BATCH32_CHECK"]
+__all__ = ["GOALS", "Measured", "RecordRun", "RECORD_RUNS", "record", "table", "skill",
+           "RESNET50_LAYERS_WITH_WEIGHTS", "HOROVOD_CYCLE_s"]
 
-# The tolerance the chapter states: a prediction within 25 % of the published figure counts as a hit.
-TOLERANCE = 0.25
-FIGURE_KINDS = ("efficiency", "samples_per_s")
+# What the chapter asks of the model: steps within 15 %, efficiencies within 10 points (and closer than 100 %).
+GOALS = dict(step=0.15, efficiency_points=0.10)
 
-# GPU to GPU over Ethernet through the hosts' network stacks: an assumed order of magnitude (TCP or RoCE
-# through a top-of-rack switch is a few to tens of microseconds), not a measurement of these clusters.
-ETHERNET_LATENCY_s = 10e-6
-
-# Inception V3: 23.9 M parameters (Keras Applications table, keras.io/api/applications); "about 5 billion
-# multiply-adds" per 299x299 image (Szegedy et al., "Rethinking the Inception Architecture", CVPR 2016,
-# section 1). Kernels per training step: 94 convolutions, each with a batch norm and a ReLU, plus pools and
-# concatenations, ~300 forward, x 3 with the backward pass: an estimate in the way of
-# RESNET50_KERNELS_PER_STEP, not a profile.
-INCEPTION3_PARAMS = 23.9e6
-INCEPTION3_TRAIN_FLOP = FLOP_PER_MULTIPLY_ADD * TRAIN_OVER_FORWARD * 5e9
-INCEPTION3_KERNELS_PER_STEP = 900
+# ResNet-50's layers with weights: 53 convolutions and the classifier (He et al. 2016, table 1), the unit in
+# which Goyal et al. aggregate gradients while backprop continues.
+RESNET50_LAYERS_WITH_WEIGHTS = 54
+# Horovod's background thread fuses the tensors ready in each cycle into one all-reduce: 5 ms by default
+# (HOROVOD_CYCLE_TIME; Horovod's docs, "Tensor Fusion").
+HOROVOD_CYCLE_s = 5e-3
 
 
-def _fixed_s(kernels: int, bytes_per_param: int, params: float, accelerator: str) -> float:
-    return fixed_overhead_s(kernels=kernels, kernel_overhead_s=KERNEL_OVERHEAD_s, optimizer_B=bytes_per_param * params,
-                            memory_Bps=hardware.get(accelerator).memory_bandwidth_GBps * 1e9)
-
-
-# P100, Inception V3, fp32: 142 images/s at batch 64 on one P100 of a DGX-1 (TensorFlow "Benchmarks" page,
-# May 2017, training on synthetic data, in tensorflow/tensorflow docs_src/performance/benchmarks.md; verified
-# offline). The same page gives 128 images/s at batch 32 (see P100_BATCH32_CHECK for ResNet-50).
-P100_INCEPTION3 = Calibration.from_throughput(
-    "P100 SXM2", "Inception V3", flop_per_sample=INCEPTION3_TRAIN_FLOP, batch=64, samples_per_s=142.0,
-    fixed_s=_fixed_s(INCEPTION3_KERNELS_PER_STEP, SGD_MOMENTUM_FP32_B_PER_PARAM, INCEPTION3_PARAMS, "P100"),
-    source="TensorFlow benchmarks (May 2017), DGX-1 P100, 1 GPU, synthetic data: 142 img/s at batch 64 "
-           "(verified offline); fixed part a roofline of kernel overheads and the SGD update")
-# What the same TensorFlow page measured at batch 32 on one P100, against which the calibrations' small-batch
-# fall can be checked (the roofline fixed part under-estimates it): (model, batch, images/s).
-P100_BATCH32_CHECK = (("ResNet-50", 32, 195.0), ("Inception V3", 32, 128.0))
-# A100 80GB SXM4, ResNet-50 v1.5, mixed precision: 2,180 images/s at batch 256 on one GPU of a DGX A100
-# (NVIDIA DeepLearningExamples, MxNet/Classification/RN50v1.5/README.md, "Training performance: NVIDIA DGX
-# A100 (8x A100 80GB)", mxnet-20.12 container, `benchmark.py -n 1 -b 256 --dtype float16`; verified offline).
-A100_RESNET50 = Calibration.from_throughput(
-    "A100", "ResNet-50", flop_per_sample=RESNET50_TRAIN_FLOP, batch=256, samples_per_s=2180.0,
-    fixed_s=_fixed_s(RESNET50_KERNELS_PER_STEP, SGD_MOMENTUM_MIXED_B_PER_PARAM, RESNET50_PARAMS, "A100"),
-    source="NVIDIA DeepLearningExamples MXNet ResNet-50 v1.5 README, DGX A100 80GB, 1 GPU, AMP: 2,180 img/s "
-           "at batch 256 (verified offline); fixed part a roofline of kernel overheads and the SGD update")
-
-# MLPerf Training v0.7 (2020), closed division, NVIDIA, ResNet-50 on MXNet, from the result logs in
-# github.com/mlcommons/training_results_v0.7 (NVIDIA/results/<system>/resnet/result_0.txt; read offline):
-# run_start to run_stop in seconds, the last epoch_num, and the per-GPU batch of the system's config file
-# (NVIDIA/benchmarks/resnet/implementations/mxnet/config_*.sh).
-MLPERF07_N96 = dict(gpus=768, batch=45, epochs=59, seconds=63.181)    # dgxa100_n96: 96 DGX A100, batch 34,560
-MLPERF07_N1 = dict(gpus=8, batch=408, epochs=41, seconds=2366.663)    # dgxa100: 1 DGX A100, batch 3,264
-
-
-def _samples_per_s(epochs: int, seconds: float) -> float:
-    return epochs * IMAGENET_TRAIN_IMAGES / seconds
+def _fraction_or_none(name: str, value, *, upper: float | None = 1.0):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number or None, got {value!r} ({type(value).__name__})")
+    if not (math.isfinite(value) and value > 0 and (upper is None or value <= upper)):
+        want = "a fraction in (0, 1]" if upper else "a positive finite number"
+        raise ValueError(f"{name} must be {want}, got {value!r}")
 
 
 @dataclass(frozen=True)
-class Published:
-    """A published figure: its ``value``, its ``kind`` (one of FIGURE_KINDS), where it comes from (authors,
-    title, venue, year, table or figure) and how it was checked (``verified``)."""
+class Measured:
+    """What was measured: ``efficiency`` (per-GPU throughput against ``baseline``, as the source defines it;
+    ``baseline`` empty where the source does not say against what), ``step_s`` and the baseline's own
+    ``reference_step_s`` where a log gives them, where it comes from and how it was checked."""
 
-    value: float
-    kind: str
+    efficiency: float | None
+    step_s: float | None
+    baseline: str
     source: str
     verified: str
+    reference_step_s: float | None = None
 
     def __post_init__(self):
-        if self.kind not in FIGURE_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(FIGURE_KINDS)}; got {self.kind!r}")
-        if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
-            raise TypeError(f"value must be a number, got {self.value!r} ({type(self.value).__name__})")
-        if not (math.isfinite(self.value) and self.value > 0):
-            raise ValueError(f"value must be a positive finite number, got {self.value!r}")
-        if self.kind == "efficiency" and self.value > 1:
-            raise ValueError(f"value must be a fraction in (0, 1] for an efficiency, got {self.value!r}")
+        _fraction_or_none("efficiency", self.efficiency)
+        _fraction_or_none("step_s", self.step_s, upper=None)
+        _fraction_or_none("reference_step_s", self.reference_step_s, upper=None)
+        if self.efficiency is None and self.step_s is None:
+            raise ValueError("efficiency and step_s must not both be None: a row needs a measured figure")
+        if not isinstance(self.baseline, str):
+            raise TypeError(f"baseline must be a str, got {self.baseline!r}")
         for name in ("source", "verified"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
                 raise ValueError(f"{name} must be a non-empty string, got {getattr(self, name)!r}")
@@ -128,24 +91,22 @@ class Published:
 
 @dataclass(frozen=True)
 class RecordRun:
-    """One published run: ``run`` as the cluster model sees it, the ``published`` figure, where each hardware
-    constant comes from (``hardware``), and, for a row whose error passes ``tolerance``, the ``reason``."""
+    """One published run: ``run`` as the cluster model sees it, what was ``measured``, where each hardware
+    constant comes from (``hardware``), ``calibration`` when its numbers made the calibration it is predicted
+    with (shown, not scored), and the ``reason`` for a row that misses a goal or is not scored."""
 
     name: str
     run: DataParallelRun
-    published: Published
+    measured: Measured
     hardware: str
     reason: str = ""
-    tolerance: float = TOLERANCE
+    calibration: bool = False
 
     def __post_init__(self):
         if not isinstance(self.run, DataParallelRun):
             raise TypeError(f"run must be a DataParallelRun, got {type(self.run).__name__}")
-        if not isinstance(self.published, Published):
-            raise TypeError(f"published must be a Published, got {type(self.published).__name__}")
-        if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, numbers.Real) \
-                or not 0 < self.tolerance < 1:
-            raise ValueError(f"tolerance must be a fraction in (0, 1), got {self.tolerance!r}")
+        if not isinstance(self.measured, Measured):
+            raise TypeError(f"measured must be a Measured, got {type(self.measured).__name__}")
         if not isinstance(self.reason, str):
             raise TypeError(f"reason must be a str, got {self.reason!r}")
 
@@ -154,19 +115,62 @@ class RecordRun:
         return predict(self.run)
 
     @property
-    def predicted(self) -> float:
-        """The model's value of the published figure's kind."""
-        p = self.prediction
-        return p.efficiency if self.published.kind == "efficiency" else p.samples_per_s
+    def scored(self) -> bool:
+        """Compared with the goals: not a calibration point, and an efficiency only against a stated baseline."""
+        return not self.calibration and (self.measured.efficiency is None or bool(self.measured.baseline))
+
+    # --- the efficiency: the model's, perfect scaling's and communication-only's errors, in points
+    @property
+    def efficiency_error(self) -> float | None:
+        m = self.measured.efficiency
+        return None if m is None else self.prediction.efficiency - m
 
     @property
-    def error(self) -> float:
-        """(predicted - published) / published."""
-        return (self.predicted - self.published.value) / self.published.value
+    def perfect_error(self) -> float | None:
+        m = self.measured.efficiency
+        return None if m is None else 1.0 - m
 
     @property
-    def within_tolerance(self) -> bool:
-        return abs(self.error) <= self.tolerance
+    def communication_only_error(self) -> float | None:
+        m = self.measured.efficiency
+        return None if m is None else self._communication_only()[1] - m
+
+    def loss_error(self, efficiency: float) -> float | None:
+        """(predicted loss - measured loss) / measured loss, for a predicted ``efficiency``."""
+        m = self.measured.efficiency
+        return None if m is None or m == 1 else ((1 - efficiency) - (1 - m)) / (1 - m)
+
+    # --- the step time: relative errors
+    @property
+    def step_error(self) -> float | None:
+        m = self.measured.step_s
+        return None if m is None else self.prediction.step_s / m - 1
+
+    @property
+    def perfect_step_error(self) -> float | None:
+        m, ref = self.measured.step_s, self.measured.reference_step_s
+        if m is None or ref is None:
+            return None
+        return self.run.batch * ref / (self.run.reference_batch or self.run.batch) / m - 1
+
+    @property
+    def communication_only_step_error(self) -> float | None:
+        m, ref = self.measured.step_s, self.measured.reference_step_s
+        return None if m is None or ref is None else self._communication_only()[0] / m - 1
+
+    def _communication_only(self) -> tuple[float, float]:
+        return communication_only(self.run, reference_step_s=self.measured.reference_step_s)
+
+    @property
+    def meets_goals(self) -> bool:
+        """Step within GOALS["step"]; efficiency within GOALS["efficiency_points"] and closer than 100 %."""
+        ok = True
+        if self.measured.step_s is not None:
+            ok &= abs(self.step_error) <= GOALS["step"]
+        if self.measured.efficiency is not None:
+            e = abs(self.efficiency_error)
+            ok &= e <= GOALS["efficiency_points"] and e < abs(self.perfect_error)
+        return ok
 
 
 _GOYAL = ("Goyal, Dollar, Girshick, Noordhuis, Wesolowski, Kyrola, Tulloch, Jia and He, \"Accurate, Large "
@@ -179,99 +183,139 @@ _NVIDIA_BLOG = ("reproduced in NVIDIA's blog post \"Sony Breaks ResNet-50 Traini
                 "Core GPUs\" (developer.nvidia.com, 2018), read offline")
 _HOROVOD = ("Sergeev and Del Balso, \"Horovod: fast and easy distributed deep learning in TensorFlow\", "
             "arXiv:1802.05799, 2018")
-_MLPERF = ("MLPerf Training v0.7 (MLCommons, 2020), closed division, NVIDIA; result logs in "
-           "github.com/mlcommons/training_results_v0.7")
+_NO_BASELINE = ("not scored: the source does not say against what the efficiency is measured (one GPU, one "
+                "node, a smaller cluster; at which per-GPU batch), so no like-for-like prediction exists")
 
-# The runs with two published figures each: one description, two rows.
-_AKIBA_RUN = DataParallelRun(P100_RESNET50, gpus=1024, gpus_per_node=8, nics_per_node=2, nic_Bps=56e9 / 8,
-                             batch=32, gradient_bytes=2, algorithm="hierarchical")
-_MLPERF_RUN = DataParallelRun(A100_RESNET50, gpus=MLPERF07_N96["gpus"], gpus_per_node=8, intra_Bps=300e9,
-                              nics_per_node=8, nic_Bps=200e9 / 8, batch=MLPERF07_N96["batch"], gradient_bytes=2,
-                              algorithm="hierarchical", bucket_B=64 * 2 ** 20)
+_AKIBA_RUN = DataParallelRun(P100_PCIE_RESNET50, gpus=1024, gpus_per_node=8, intra_Bps=topology.PCIE3_X16_Bps,
+                             intra_latency_s=2 * topology.PCIE_HOP_LATENCY_s, nics_per_node=2, nic_Bps=56e9 / 8,
+                             batch=32, gradient_bytes=4, algorithm="hierarchical")
+_HOROVOD_RUN = DataParallelRun(P100_INCEPTION3, gpus=128, gpus_per_node=4, intra_Bps=topology.PCIE3_X16_Bps,
+                               intra_latency_s=2 * topology.PCIE_HOP_LATENCY_s, nic_Bps=25e9 / 8,
+                               nic_latency_s=ETHERNET_LATENCY_s, params=INCEPTION3_PARAMS, batch=64,
+                               algorithm="ring", overlap=True, reference_gpus=1)
+# The tensors finished in one Horovod cycle travel together: the backward pass's bytes per cycle.
+_HOROVOD_RUN = _HOROVOD_RUN.replace(bucket_B=_HOROVOD_RUN.gradient_B * HOROVOD_CYCLE_s
+                                    / (_HOROVOD_RUN.backward_fraction * P100_INCEPTION3.compute_s(64)))
 
-RECORD_RUNS: tuple[RecordRun, ...] = (
+_PAPERS = (
     RecordRun(
         "Goyal et al. 2017",
         DataParallelRun(P100_RESNET50, gpus=256, gpus_per_node=8, nic_Bps=50e9 / 8,
                         nic_latency_s=ETHERNET_LATENCY_s, batch=32, algorithm="hierarchical",
-                        inter_algorithm="rabenseifner"),
-        Published(0.90, "efficiency", f"{_GOYAL}, abstract: ~90 % scaling efficiency from 8 to 256 GPUs",
-                  "abstract read offline (arXiv listing); the ~ is theirs"),
-        "256 P100 (abstract), 8 per server with NVLink and one 50 Gb/s Ethernet NIC per server (Mikami et al. "
-        "2018, table of scaling efficiencies, '50Gbit Ethernet'; 8 per server from memory of section 5); batch "
-        "8192 / 256 = 32 per GPU (abstract); recursive halving and doubling between servers (Goyal et al., "
-        "section 4, from memory); overlap of all-reduce and backward pass not modelled; Ethernet latency "
-        "assumed (ETHERNET_LATENCY_s)"),
+                        inter_algorithm="rabenseifner", overlap=True,
+                        bucket_B=25.6e6 * 4 / RESNET50_LAYERS_WITH_WEIGHTS),
+        Measured(0.90, None, "one server of 8 GPUs at the same 32 images per GPU",
+                 f"{_GOYAL}, abstract: ~90 % scaling efficiency from 8 to 256 GPUs",
+                 "abstract read offline (arXiv listing); the ~ is theirs"),
+        "256 P100 SXM2 (abstract), 8 per server with NVLink and one 50 Gb/s Ethernet NIC per server (Mikami et "
+        "al. 2018's table, '50Gbit Ethernet'); batch 8192 / 256 = 32 per GPU (abstract); gradients aggregated "
+        "layer by layer while backprop continues, recursive halving and doubling between servers (Goyal et "
+        "al., section 4, from memory); fp32 gradients; Ethernet latency assumed (ETHERNET_LATENCY_s); the "
+        "calibration is TensorFlow's P100, their framework Caffe2"),
     RecordRun(
         "Akiba et al. 2017",
         _AKIBA_RUN,
-        Published(0.80, "efficiency", f"{_MIKAMI}, table of GPU scaling efficiencies (Akiba et al.: 1024 P100, "
-                  "InfiniBand FDR, 80 %)", f"{_NVIDIA_BLOG}; Akiba et al.'s own text not read offline"),
-        "1024 P100 (abstract), 128 nodes of 8 with two FDR InfiniBand links of 56 Gb/s each (NVIDIA GTC 2018 "
-        "slides, as chapter 16 cites them; 'Infiniband FDR' in Mikami et al.'s table); batch 32k / 1024 = 32 "
-        "per GPU (abstract); fp16 gradients (from memory, not verified offline); NVLink 1 links of 20 GB/s "
-        "inside the node (topology.NVLINK1_P100_LINK_Bps)"),
+        Measured(0.80, None, "", f"{_MIKAMI}, table of GPU scaling efficiencies (Akiba et al.: 1024 P100, "
+                 "InfiniBand FDR, 80 %)", f"{_NVIDIA_BLOG}; Akiba et al.'s own text not read offline"),
+        "1024 P100 PCIe (Preferred Networks' MN-1: 4.7 TFLOPS fp64 per GPU, the PCIe part), 128 nodes of 8 on "
+        "PCIe 3.0 x16, two FDR InfiniBand links of 56 Gb/s per node (NVIDIA GTC 2018 slides; 'Infiniband FDR' "
+        "in Mikami et al.'s table); batch 32k / 1024 = 32 per GPU (abstract); ring all-reduce (MN-1 blog), "
+        "taken as hierarchical; fp32 gradients (assumed: no source gives their precision)",
+        reason=_NO_BASELINE),
     RecordRun(
         "Akiba et al. 2017, 15 minutes",
         _AKIBA_RUN,
-        Published(_samples_per_s(90, 15 * 60), "samples_per_s", f"{_AKIBA}, abstract: 90 epochs in 15 minutes "
-                  "on 1024 P100 = 90 x 1,281,167 images / 900 s", "abstract read offline (arXiv listing)"),
+        Measured(None, 15 * 60 / (90 * IMAGENET_TRAIN_IMAGES / 32768), "",
+                 f"{_AKIBA}, abstract: 90 epochs in 15 minutes on 1024 P100 at batch 32k, so 900 s over "
+                 "90 x 1,281,167 / 32,768 = 3,519 steps", "abstract read offline (arXiv listing)"),
         "as the row above",
-        reason="input pipeline and protocol overheads: the 15 minutes hold everything the run spent "
-               "(evaluation, data loading, start-up, the optimizer switch), and Chainer's speed per GPU is not "
-               "TensorFlow's of the calibration, whose own batch-32 figure the roofline fixed part already "
-               "over-predicts (P100_BATCH32_CHECK)"),
+        reason="input pipeline, evaluation and start-up: the 15 minutes are a whole-run average and hold "
+               "everything the run spent, the model only the training steps; its P100 PCIe calibration is "
+               "assumed (TensorFlow's SXM2 line scaled by the peaks) and Chainer's speed per GPU is unknown"),
     RecordRun(
         "Mikami et al. 2018",
         DataParallelRun(V100_RESNET50, gpus=1088, gpus_per_node=4, intra_Bps=2 * 25e9, nics_per_node=2,
                         nic_Bps=100e9 / 8, batch=32, gradient_bytes=2, algorithm="torus_2d"),
-        Published(0.9162, "efficiency", f"{_MIKAMI}, table of GPU scaling efficiencies (this work: 1088 V100, "
-                  "InfiniBand EDR x2, 91.62 %)", _NVIDIA_BLOG),
+        Measured(0.9162, None, "", f"{_MIKAMI}, table of GPU scaling efficiencies (this work: 1088 V100, "
+                 "InfiniBand EDR x2, 91.62 %)", _NVIDIA_BLOG),
         "ABCI nodes of 4 V100 SXM2 with two EDR InfiniBand links of 100 Gb/s ('Infiniband EDR x2' in the "
         "table); two NVLink 2 links of 25 GB/s between each pair of the node's GPUs (NVIDIA V100 whitepaper "
-        "2017 for the link; the pairing from memory); batch 34k / 1088 ~ 32 per GPU (the table's batch "
-        "'34K->68K' is for 2176 GPUs; per-GPU batch of this measurement not verified offline); fp16 "
-        "gradients (from memory); 2D-torus with one node per row"),
+        "2017 for the link; the pairing from memory); batch 34k / 1088 ~ 32 per GPU (per-GPU batch of this "
+        "measurement not verified offline); fp16 gradients (assumed); 2D-torus with one node per row",
+        reason=_NO_BASELINE),
     RecordRun(
         "Horovod (Sergeev and Del Balso 2018)",
-        DataParallelRun(P100_INCEPTION3, gpus=128, gpus_per_node=4, intra_Bps=topology.PCIE3_X16_Bps,
-                        intra_latency_s=2 * topology.PCIE_HOP_LATENCY_s, nic_Bps=25e9 / 8,
-                        nic_latency_s=ETHERNET_LATENCY_s, params=INCEPTION3_PARAMS, batch=64,
-                        algorithm="ring", overlap=1.0, bucket_B=64 * 2 ** 20),
-        Published(0.88, "efficiency", f"{_HOROVOD}, figure comparing Horovod with standard distributed "
-                  "TensorFlow on 25 GbE TCP: 88 % scaling efficiency for Inception V3 and ResNet-101 on 128 "
-                  "GPUs", "the paper's text not read offline: through a third-party summary of the paper "
-                  "(rajatbisht.net) and Horovod's README of October 2017 (32 servers of 4 Pascal GPUs, 25 Gb/s "
-                  "RoCE: 90 %), read offline"),
-        "32 servers of 4 Pascal GPUs and one 25 Gb/s NIC (Horovod README, 2017); the GPUs on PCIe 3 x16 inside "
-        "the server (assumed); batch 64 per GPU (Horovod docs/benchmarks, tf_cnn_benchmarks command, shown for "
-        "ResNet-101); ring all-reduce over all GPUs (NCCL 2); Tensor Fusion buckets of 64 MB that overlap the "
-        "backward pass (README: 'interleave communication and computation'); against one server of 4 GPUs, "
-        "where the paper's figure is against one GPU"),
-    RecordRun(
-        "MLPerf v0.7, NVIDIA, 768 A100",
-        _MLPERF_RUN.replace(reference_batch=MLPERF07_N1["batch"]),
-        Published((_samples_per_s(MLPERF07_N96["epochs"], MLPERF07_N96["seconds"]) / MLPERF07_N96["gpus"])
-                  / (_samples_per_s(MLPERF07_N1["epochs"], MLPERF07_N1["seconds"]) / MLPERF07_N1["gpus"]),
-                  "efficiency", f"{_MLPERF}: per-GPU images/s of 96 DGX A100 (59 epochs in 63.2 s at 45 per "
-                  "GPU) against 1 DGX A100 (41 epochs in 2,367 s at 408 per GPU), first run of each",
-                  "result logs and config files read offline"),
-        "DGX A100: 8 A100 on NVSwitch, 300 GB/s per GPU and direction (NVIDIA DGX A100 datasheet, from "
-        "memory), 8 HDR InfiniBand NICs of 200 Gb/s (same, from memory); batch 45 and 408 per GPU, fp16 "
-        "gradients, Horovod fusion buffer of 64 MB and no overlap of all-reduce and backward pass "
-        "(config_DGXA100_multi_96x8x45.sh: 'no NCCL and BWD overlap', MXNET_HOROVOD_NUM_GROUPS=1)",
-        reason="small-batch overheads: at 45 images per GPU the step costs more than the roofline fixed part "
-               "(kernel launches and the optimizer update) says, so the model's batch efficiency is too high; "
-               "the measured times also hold the evaluation every 4 epochs, which weighs more in a 63 s run "
-               "than in a 40-minute one"),
-    RecordRun(
-        "MLPerf v0.7, time to train",
-        _MLPERF_RUN,
-        Published(_samples_per_s(MLPERF07_N96["epochs"], MLPERF07_N96["seconds"]), "samples_per_s",
-                  f"{_MLPERF}, dgxa100_n96 result_0: 59 epochs in 63.2 s = 59 x 1,281,167 images / 63.181 s",
-                  "result log read offline"),
-        "as the row above"),
+        _HOROVOD_RUN,
+        Measured(0.88, None, "one GPU at the same 64 images per GPU",
+                 f"{_HOROVOD}, figure comparing Horovod with standard distributed TensorFlow on 25 GbE TCP: 88 % "
+                 "scaling efficiency for Inception V3 and ResNet-101 on 128 GPUs",
+                 "the paper's text not read offline: through a third-party summary of the paper "
+                 "(rajatbisht.net) and Horovod's README of October 2017 (32 servers of 4 Pascal GPUs, 25 Gb/s "
+                 "RoCE: 90 %), read offline"),
+        "32 servers of 4 Pascal GPUs (taken as P100) and one 25 Gb/s NIC (Horovod README, 2017); the GPUs on "
+        "PCIe 3 x16 inside the server (assumed); batch 64 per GPU (Horovod docs/benchmarks, tf_cnn_benchmarks "
+        "command, shown for ResNet-101); ring all-reduce over all GPUs (NCCL 2); the tensors of each 5 ms "
+        "Horovod cycle fused into one bucket that starts while backprop continues; against one GPU, as the "
+        "paper's figure",
+        reason="the model hides all but the last bucket's all-reduce behind the backward pass and so lands "
+               "within a point of perfect scaling: what costs the run 12 % against one GPU is not in it (the "
+               "workers' per-cycle negotiation protocol, TCP on 25 GbE with an assumed latency, stragglers "
+               "among 128 GPUs, and the input pipeline)"),
 )
+
+_MLPERF_SOURCE = ("MLPerf Training {round} (MLCommons), closed division, ResNet-50, {submitter}'s {system}: "
+                  "result logs in {source}")
+_SHARP = dict(inter_algorithm="in_network")
+# (name, round, system, calibration, node, changes, baseline system, calibration row?, reason)
+_MLPERF_ROWS = (
+    ("MLPerf v1.0, NVIDIA, 8 DGX A100", "v1.0", "dgxa100_n8_ngc21.05_mxnet", A100_MLPERF, DGX_A100, {},
+     "dgxa100_ngc21.05_mxnet", False, ""),
+    ("MLPerf v1.1, NVIDIA, 8 DGX A100", "v1.1", "dgxa100_n8_ngc21.09_mxnet", A100_MLPERF, DGX_A100, {},
+     "dgxa100_ngc21.09_mxnet", True, ""),
+    ("MLPerf v1.1, NVIDIA, 128 DGX A100", "v1.1", "dgxa100_n128_ngc21.09_mxnet", A100_MLPERF, DGX_A100, _SHARP,
+     "dgxa100_ngc21.09_mxnet", False, ""),
+    ("MLPerf v1.1, NVIDIA, 540 DGX A100", "v1.1", "dgxa100_n540_ngc21.09_mxnet", A100_MLPERF, DGX_A100, _SHARP,
+     "dgxa100_ngc21.09_mxnet", False,
+     "stragglers and per-step costs at 4,320 GPUs and 15 images per GPU that the model leaves out: group batch "
+     "norm over pairs of GPUs (BN_GROUP=2 in its config: an extra exchange per batch-norm layer), the LARS v2 "
+     "update, and the slowest of 4,320 GPUs setting every step"),
+    ("MLPerf v2.0, NVIDIA, 8 DGX A100", "v2.0", "dgxa100_n8_ngc22.04_mxnet", A100_MLPERF, DGX_A100, {},
+     "dgxa100_ngc22.04_mxnet", False, ""),
+    ("MLPerf v2.0, NVIDIA, 128 DGX A100", "v2.0", "dgxa100_n128_ngc22.04_mxnet", A100_MLPERF, DGX_A100, _SHARP,
+     "dgxa100_ngc22.04_mxnet", False, ""),
+    ("MLPerf v2.0, NVIDIA, 527 DGX A100", "v2.0", "dgxa100_n527_ngc22.04_mxnet", A100_MLPERF, DGX_A100, _SHARP,
+     "dgxa100_ngc22.04_mxnet", False, ""),
+    ("MLPerf v3.0, NVIDIA, 8 DGX H100", "v3.0", "dgxh100_n8_ngc23.04_mxnet", H100_MLPERF, DGX_H100, {},
+     "dgxh100_ngc23.04_mxnet", True, ""),
+    ("MLPerf v3.0, NVIDIA, 64 DGX H100", "v3.0", "dgxh100_n64_ngc23.04_mxnet", H100_MLPERF, DGX_H100, _SHARP,
+     "dgxh100_ngc23.04_mxnet", False, ""),
+    ("MLPerf v3.0, NVIDIA, 96 DGX H100", "v3.0", "dgxh100_n96_ngc23.04_mxnet", H100_MLPERF, DGX_H100, _SHARP,
+     "dgxh100_ngc23.04_mxnet", False, ""),
+) + tuple(
+    (f"MLPerf v2.0, Dell, {n} XE8545", "v2.0", f"{n}xXE8545x4A100-SXM-40GB", A100_40GB_DELL, XE8545, {},
+     "XE8545x4A100-SXM-40GB", False, "") for n in (2, 4, 8, 16, 32))
+
+
+def _mlperf_row(name, round_, system, cal, node, changes, base, calibration, reason) -> RecordRun:
+    sub, ref = mlperf.submission(round_, system), mlperf.submission(round_, base)
+    if (sub.optimizer, sub.framework) != (ref.optimizer, ref.framework):
+        raise ValueError(f"{name}: not like for like ({sub.optimizer}, {sub.framework} against {ref.optimizer}, "
+                         f"{ref.framework})")
+    measured = Measured(
+        sub.samples_per_s_per_gpu / ref.samples_per_s_per_gpu, sub.step_s,
+        f"one node of the same round and code ({ref.gpus} GPUs at {ref.per_gpu_batch} per GPU)",
+        _MLPERF_SOURCE.format(round=round_, submitter=sub.submitter, system=sub.system, source=sub.source),
+        f"result logs read offline: median step over {sub.blocks} blocks of {sub.runs} runs "
+        f"(scaledl.comm.mlperf)", reference_step_s=ref.step_s)
+    hardware = (f"{sub.nodes} nodes of {sub.gpus_per_node} {sub.accelerator}; {sub.host_networking}; "
+                f"{sub.per_gpu_batch} per GPU, {sub.optimizer}; one Horovod group (no overlap); "
+                + ("SHARP in-network reduction between nodes" if changes else "NCCL ring between nodes"))
+    run = mlperf_run(sub, cal, node, reference_batch=ref.per_gpu_batch, **changes)
+    return RecordRun(name, run, measured, hardware, reason=reason or ("calibration point" if calibration else ""),
+                     calibration=calibration)
+
+
+RECORD_RUNS: tuple[RecordRun, ...] = _PAPERS + tuple(_mlperf_row(*row) for row in _MLPERF_ROWS)
 
 
 def record(name: str) -> RecordRun:
@@ -282,77 +326,51 @@ def record(name: str) -> RecordRun:
     raise ValueError(f"name must be one of {[r.name for r in RECORD_RUNS]}; got {name!r}")
 
 
-def _figure(kind: str, value: float) -> str:
-    return f"{value:.0%}" if kind == "efficiency" else f"{value / 1e3:,.0f}k img/s"
+def _pct(x: float | None, *, points: bool = False, sign: bool = True) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:+.0f}" if points else (f"{x:+.0%}" if sign else f"{x:.0%}")
 
 
 def table(runs=RECORD_RUNS) -> str:
-    """The rows as text: run, hardware, published figure, prediction, error, and a mark where the error
-    passes the tolerance."""
-    lines = [f"{'run':<38} {'GPUs':>5} {'per node':>8} {'NIC':>9} {'algorithm':<13} {'published':>13} "
-             f"{'predicted':>13} {'error':>6}"]
+    """Two tables as text: efficiencies (measured; the model's, perfect scaling's and communication-only's
+    errors in points; the loss errors) and step times (measured; the three relative errors), each row marked
+    'ok', 'MISS' (a goal missed: it has a reason) or 'not scored'."""
+    def mark(r):
+        return "not scored" if not r.scored else ("ok" if r.meets_goals else "MISS")
+
+    eff = [f"{'run':<36} {'GPUs':>5} {'b/GPU':>5} {'measured':>8} {'model':>6} | {'error, points':^20} | "
+           f"{'error on the loss':^20} |",
+           f"{'':<36} {'':>5} {'':>5} {'':>8} {'':>6} | {'model':>6} {'100%':>6} {'comm':>6} | {'model':>6} "
+           f"{'100%':>6} {'comm':>6} |"]
+    step = [f"{'run':<36} {'GPUs':>5} {'b/GPU':>5} {'measured':>9} {'model':>9} | {'error':^20} |",
+            f"{'':<36} {'':>5} {'':>5} {'':>9} {'':>9} | {'model':>6} {'100%':>6} {'comm':>6} |"]
     for r in runs:
-        run, pub = r.run, r.published
-        nic = f"{run.nics_per_node}x{run.nic_Bps * 8 / 1e9:.0f}Gb/s"
-        mark = "" if r.within_tolerance else "  > tolerance"
-        lines.append(f"{r.name:<38} {run.gpus:>5} {run.gpus_per_node:>8} {nic:>9} {run.algorithm:<13} "
-                     f"{_figure(pub.kind, pub.value):>13} {_figure(pub.kind, r.predicted):>13} "
-                     f"{r.error:>+6.0%}{mark}")
-    return "\n".join(lines)
+        m, p = r.measured, r.prediction
+        head = f"{r.name:<36} {r.run.gpus:>5} {r.run.batch:>5}"
+        if m.efficiency is not None:
+            comm_eff = m.efficiency + r.communication_only_error
+            eff.append(f"{head} {m.efficiency:>8.0%} {p.efficiency:>6.0%} | "
+                       f"{_pct(r.efficiency_error, points=True):>6} {_pct(r.perfect_error, points=True):>6} "
+                       f"{_pct(r.communication_only_error, points=True):>6} | {_pct(r.loss_error(p.efficiency)):>6} "
+                       f"{_pct(r.loss_error(1.0)):>6} {_pct(r.loss_error(comm_eff)):>6} | {mark(r)}")
+        if m.step_s is not None:
+            step.append(f"{head} {m.step_s * 1e3:>6.1f} ms {p.step_s * 1e3:>6.1f} ms | {_pct(r.step_error):>6} "
+                        f"{_pct(r.perfect_step_error):>6} {_pct(r.communication_only_step_error):>6} | {mark(r)}")
+    return "\n".join(["Scaling efficiency (errors: model, perfect scaling, communication only)", *eff, "",
+                      "Step time (errors relative to the measured step)", *step])
 
 
-def node_doublings(per_node: int, up_to: int) -> list[int]:
-    """GPU counts from one node of ``per_node`` GPUs, doubling, up to ``up_to``, and ``up_to`` itself when it
-    is not on the way (1088 GPUs in nodes of 4: 4, 8, ..., 1024, 1088)."""
-    if isinstance(per_node, bool) or not isinstance(per_node, numbers.Integral) or per_node < 1:
-        raise ValueError(f"per_node must be a positive int, got {per_node!r}")
-    if isinstance(up_to, bool) or not isinstance(up_to, numbers.Integral) or up_to < per_node:
-        raise ValueError(f"up_to must be an int >= per_node={per_node}, got {up_to!r}")
-    counts = [per_node * 2 ** k for k in range(int(math.log2(up_to // per_node)) + 1)]
-    return counts if counts[-1] == up_to else counts + [int(up_to)]
-
-
-def scaling_curve(run: DataParallelRun, gpu_counts) -> np.ndarray:
-    """The model's scaling efficiency of ``run`` at each GPU count (whole nodes), against one node."""
-    if not isinstance(run, DataParallelRun):
-        raise TypeError(f"run must be a DataParallelRun, got {type(run).__name__}")
-    counts = list(gpu_counts)
-    if not counts:
-        raise ValueError("gpu_counts must hold at least one GPU count, got none")
-    return np.array([predict(run.replace(gpus=g)).efficiency for g in counts])
-
-
-def view_scaling(nic_Gbps: float = 50.0, algorithm: str = "hierarchical", max_gpus: int = 256,
-                 name: str = "Goyal et al. 2017"):
-    """Scaling efficiency against GPU count for the run ``name`` with its NIC at ``nic_Gbps`` per link and
-    ``algorithm``, from one node to ``max_gpus`` GPUs (doubling), with the published figure marked.
-
-    Raises:
-        ValueError: nic_Gbps not positive, an unknown algorithm or name, max_gpus below one node.
-    """
-    import matplotlib.pyplot as plt
-
-    r = record(name)
-    if isinstance(nic_Gbps, bool) or not isinstance(nic_Gbps, numbers.Real) or not nic_Gbps > 0:
-        raise ValueError(f"nic_Gbps must be a positive number, got {nic_Gbps!r}")
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
-    per_node = r.run.gpus_per_node
-    if isinstance(max_gpus, bool) or not isinstance(max_gpus, numbers.Integral) or max_gpus < per_node:
-        raise ValueError(f"max_gpus must be an int >= gpus_per_node={per_node}, got {max_gpus!r}")
-    run = r.run.replace(nic_Bps=nic_Gbps * 1e9 / 8, algorithm=algorithm)
-    counts = node_doublings(per_node, max_gpus)
-    eff = scaling_curve(run, counts)
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    ax.plot(counts, eff * 100, "o-", label=f"model: {nic_Gbps:g} Gb/s per NIC, {algorithm}")
-    if r.published.kind == "efficiency":
-        ax.plot([r.run.gpus], [r.published.value * 100], "k*", ms=12, label=f"published ({r.name})")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("scaling efficiency against one node (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(f"{r.name}: {r.run.calibration.accelerator}, {r.run.batch} per GPU")
-    ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    return fig
-
+def skill(runs=RECORD_RUNS) -> dict[str, float]:
+    """Mean absolute errors over the scored rows: efficiency in points and step time relative, for the model,
+    perfect scaling and communication only."""
+    scored = [r for r in runs if r.scored]
+    e = [r for r in scored if r.measured.efficiency is not None]
+    s = [r for r in scored if r.measured.step_s is not None and r.measured.reference_step_s is not None]
+    mean = (lambda xs: float(np.mean(np.abs(xs))) if xs else math.nan)
+    return dict(efficiency_rows=len(e), step_rows=len(s),
+                efficiency_model=mean([r.efficiency_error for r in e]),
+                efficiency_perfect=mean([r.perfect_error for r in e]),
+                efficiency_communication_only=mean([r.communication_only_error for r in e]),
+                step_model=mean([r.step_error for r in s]), step_perfect=mean([r.perfect_step_error for r in s]),
+                step_communication_only=mean([r.communication_only_step_error for r in s]))
