@@ -72,7 +72,9 @@ def test_data_parallel_compute_halves_and_communication_does_not():
     compute, comm = P.data_parallel_scaling(g, compute_1gpu_s=100.0, gradient_B=1e8)
     assert np.allclose(compute[1:] / compute[:-1], 0.5)
     # never falls: the bandwidth term tends to 2 n beta, the latency term grows with p
-    assert np.all(np.diff(comm) > 0) and comm[-1] / comm[0] < 1.5
+    assert np.all(np.diff(comm) > 0)
+    _, bandwidth = P.data_parallel_scaling(g, compute_1gpu_s=100.0, gradient_B=1e8, alpha_s=0.0)
+    assert np.all(np.diff(bandwidth) > 0) and bandwidth[-1] / bandwidth[0] == pytest.approx((127 / 128) / (15 / 16))
 
 
 def test_layout_view():
@@ -93,20 +95,70 @@ def test_resnet50_training_flop_is_two_flop_per_multiply_add_times_three_passes(
         P.training_flop_per_example(-1)
 
 
-def test_resnet50_communication_overtakes_compute_at_128_gpus():
+def _resnet50(**kw):
     # Chapter 13, section 5: global batch 8192 on H100s at 40 % of dense BF16 peak, FP32 gradients, ring
-    # all-reduce with alpha = 5 us over NVLink inside an 8-GPU node and 50 GB/s InfiniBand NDR beyond.
+    # all-reduce with alpha = 5 us over NVLink inside an 8-GPU node and 50 GB/s InfiniBand NDR NICs beyond.
     compute_1 = P.training_flop_per_example(P.RESNET50_FORWARD_MULTIPLY_ADDS) * 8192 / (0.4 * 989e12)
     gpus = 2 ** np.arange(0, 11)
-    comp, comm = P.data_parallel_scaling(gpus, compute_1gpu_s=compute_1, gradient_B=4 * P.RESNET50_PARAMS)
-    # the ring by hand, beyond one node: 2 (g-1) alpha + 2 (g-1)/g n / 50 GB/s
-    for g in (64, 128):
+    comp, comm = P.data_parallel_scaling(gpus, compute_1gpu_s=compute_1, gradient_B=4 * P.RESNET50_PARAMS, **kw)
+    return gpus, comp, comm
+
+
+def test_resnet50_communication_overtakes_compute_at_256_gpus_on_the_nodes_eight_rails():
+    assert P.HGX_H100.compute_nics == 8  # DGX H100: eight 400 Gb/s ConnectX-7 for the compute fabric
+    gpus, comp, comm = _resnet50()
+    # the ring by hand beyond one node: 2 (g-1) alpha + 2 (g-1)/g n / (8 NICs x 50 GB/s)
+    for g in (16, 128, 256, 1024):
+        by_hand = 2 * (g - 1) * 5e-6 + 2 * (g - 1) / g * 4 * 25.6e6 / (8 * 50e9)
+        assert comm[list(gpus).index(g)] == pytest.approx(by_hand, rel=1e-12)
+    assert comp[list(gpus).index(128)] > comm[list(gpus).index(128)]
+    assert P.crossover_gpus(gpus, comp, comm) == 256
+    # weak scaling (1024 images per GPU): 99 % at 16 GPUs, 86 % at 1024
+    c8 = comp[list(gpus).index(8)]
+    weak = [round(100 * c8 / (c8 + comm[list(gpus).index(g)])) for g in (16, 1024)]
+    assert weak == [99, 86]
+
+
+def test_one_nic_per_node_reproduces_the_single_nic_ring():
+    gpus, comp, comm = _resnet50(nics_per_node=1)
+    for g in (64, 128):  # 2 (g-1) alpha + 2 (g-1)/g n / 50 GB/s: the whole cross-node ring through one NIC
         by_hand = 2 * (g - 1) * 5e-6 + 2 * (g - 1) / g * 4 * 25.6e6 / 50e9
         assert comm[list(gpus).index(g)] == pytest.approx(by_hand, rel=1e-12)
     assert comp[list(gpus).index(64)] > comm[list(gpus).index(64)]
     assert P.crossover_gpus(gpus, comp, comm) == 128
+    c8 = comp[list(gpus).index(8)]
+    assert [round(100 * c8 / (c8 + comm[list(gpus).index(g)])) for g in (16, 1024)] == [94, 82]
     # with half the FLOP (multiply-adds counted as one operation) it would wrongly come at 64
     assert P.crossover_gpus(gpus, comp / 2, comm) == 64
+
+
+@pytest.mark.parametrize("per_node", [4, 8])
+def test_rails_divide_the_cross_node_bandwidth_term(per_node):
+    g = np.array([1, 2, per_node, 2 * per_node, 64, 512])
+    kw = dict(compute_1gpu_s=1.0, gradient_B=1e8, gpus_per_node=per_node, alpha_s=0.0)
+    _, one = P.data_parallel_scaling(g, nics_per_node=1, **kw)
+    _, rails = P.data_parallel_scaling(g, nics_per_node=per_node, **kw)
+    inside = g <= per_node
+    assert np.array_equal(one[inside], rails[inside])  # inside the node both run over NVLink
+    assert np.allclose(one[~inside] / rails[~inside], per_node, rtol=1e-12)  # one NIC per GPU: per_node x faster
+    # the latency term does not change: the rails' rings run side by side
+    _, lat1 = P.data_parallel_scaling(g, compute_1gpu_s=1.0, gradient_B=1.0, gpus_per_node=per_node, nics_per_node=1)
+    _, latn = P.data_parallel_scaling(g, compute_1gpu_s=1.0, gradient_B=1.0, gpus_per_node=per_node,
+                                      nics_per_node=per_node)
+    assert np.allclose(lat1 - latn, 2 * (g - 1) / g * 1.0 * (1 / 50e9 - 1 / (per_node * 50e9)) * ~inside, atol=1e-18)
+
+
+def test_rails_are_no_faster_than_nvlink():
+    g = np.array([16, 1024])
+    kw = dict(compute_1gpu_s=1.0, gradient_B=1e8, alpha_s=0.0, nvlink_Bps=450e9)
+    _, capped = P.data_parallel_scaling(g, nics_per_node=8, nic_Bps=200e9, **kw)  # 1.6 TB/s of NICs
+    assert np.allclose(capped, 2 * (g - 1) / g * 1e8 / 450e9, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"nics_per_node must be >= 1, got 0"):
+        P.data_parallel_scaling(g, nics_per_node=0, **kw)
+    with pytest.raises(TypeError, match=r"nics_per_node must be an int, got 2.5"):
+        P.data_parallel_scaling(g, nics_per_node=2.5, **kw)
+    with pytest.raises(ValueError, match=r"nic_Bps must be a positive finite number, got 0"):
+        P.data_parallel_scaling(g, nic_Bps=0, **kw)
 
 
 def test_crossover_gpus_checks_its_input():

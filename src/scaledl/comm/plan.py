@@ -70,6 +70,7 @@ class HGXNode:
     nvswitch_chips: int
     gpu: GPUSpec
     system_power_W: float
+    compute_nics: int  # network cards of the compute fabric (400 Gb/s each), not counting storage/management
 
     @property
     def fp8_sparse_flops(self) -> float:
@@ -82,8 +83,11 @@ class HGXNode:
 
 
 # HGX H100 8-GPU: 8 H100 SXM and 4 third-generation NVSwitch chips (NVIDIA HGX H100 product page and the H100
-# architecture whitepaper, 2022). DGX H100 datasheet: about 10.2 kW maximum system power.
-HGX_H100 = HGXNode(8, 4, H100_SXM, 10.2e3)
+# architecture whitepaper, 2022). DGX H100 datasheet: about 10.2 kW maximum system power, and four OSFP ports
+# serving eight single-port ConnectX-7 cards of up to 400 Gb/s InfiniBand/Ethernet for the compute fabric, as
+# many as GPUs (the DGX H100 user guide's port table pairs each card with one GPU: the "rails"), plus two
+# dual-port ConnectX-7 for storage and management, not counted here.
+HGX_H100 = HGXNode(8, 4, H100_SXM, 10.2e3, 8)
 
 
 def _count(name: str, value, low: int = 1) -> int:
@@ -272,18 +276,38 @@ def step_time(layout: Layout, gpu: GPUSpec = H100_SXM, *, nic_Bps: float = IB_ND
 
 
 def data_parallel_scaling(gpus, *, compute_1gpu_s: float, gradient_B: float, gpus_per_node: int = 8,
-                          nvlink_Bps: float = NVLINK4_H100_Bps, nic_Bps: float = IB_NDR_Bps,
-                          alpha_s: float = 5e-6) -> tuple[np.ndarray, np.ndarray]:
+                          nics_per_node: int = HGX_H100.compute_nics, nvlink_Bps: float = NVLINK4_H100_Bps,
+                          nic_Bps: float = IB_NDR_Bps, alpha_s: float = 5e-6) -> tuple[np.ndarray, np.ndarray]:
     """(compute_s, communication_s) per step of data parallelism with a fixed global batch: compute halves when
     the GPUs double, the ring all-reduce of the gradients does not (its bytes per GPU tend to 2 x gradient_B).
-    The ring's link is NVLink inside one node and the NIC beyond."""
+
+    Inside one node (``gpus <= gpus_per_node``) the ring runs over NVLink. Beyond it, the gradient is cut into
+    ``nics_per_node`` parts, each all-reduced at the same time by its own ring that leaves every node through
+    a different NIC (a "rail"; NCCL runs one ring per NIC). Each NIC therefore carries 1/nics_per_node of the
+    cross-node bytes: the rings' latency term is one ring's, ``2 (g-1) alpha``, and their bandwidth term is
+    ``2 (g-1)/g x gradient_B / (nics_per_node x nic_Bps)``, but no faster than NVLink, which every ring also
+    crosses inside each node (a ring runs at its slowest link). ``nics_per_node=1`` is one NIC carrying the
+    whole cross-node ring. The default, 8, is the DGX H100's eight 400 Gb/s compute NICs (:data:`HGX_H100`).
+
+    >>> _, rails = data_parallel_scaling([16], compute_1gpu_s=1.0, gradient_B=1e8, alpha_s=0.0)
+    >>> _, one = data_parallel_scaling([16], compute_1gpu_s=1.0, gradient_B=1e8, nics_per_node=1, alpha_s=0.0)
+    >>> round(float(one[0] / rails[0]), 6)   # eight rails at 8 x 50 GB/s instead of one NIC at 50 GB/s
+    8.0
+
+    Raises:
+        ValueError: gpus < 1, gpus_per_node or nics_per_node < 1, non-positive times, sizes or bandwidths.
+        TypeError: gpus_per_node or nics_per_node not an int.
+    """
     g = np.asarray(gpus)
     if g.size and np.min(g) < 1:
         raise ValueError(f"gpus must be >= 1, got {g.tolist()}")
+    per_node, nics = _count("gpus_per_node", gpus_per_node), _count("nics_per_node", nics_per_node)
+    nvlink, nic = _positive("nvlink_Bps", nvlink_Bps), _positive("nic_Bps", nic_Bps)
     compute = _positive("compute_1gpu_s", compute_1gpu_s) / g
-    comm = np.where(g <= gpus_per_node,
-                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nvlink_Bps),
-                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nic_Bps))
+    cross_Bps = min(nics * nic, nvlink)
+    comm = np.where(g <= per_node,
+                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nvlink),
+                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / cross_Bps))
     return compute, comm
 
 
