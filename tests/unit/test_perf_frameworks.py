@@ -45,3 +45,25 @@ def test_markdown_has_one_line_per_row_and_every_note():
 def test_unknown_framework_is_named():
     with pytest.raises(ValueError, match="framework='Jax' is not in the slide's table"):
         fw.row("Jax")
+
+
+def test_pytorch_multi_node_was_wrong_already_in_2018():
+    # PyTorch 0.4.0 (April 2018) shipped the NCCL 2 backend; the slides were shown in October 2018
+    fix = [c for c in fw.corrections_for("PyTorch") if c.column == "multi_node_nccl"]
+    assert len(fix) == 1 and fix[0].kind == "wrong in 2018"
+    assert "0.4.0" in fix[0].short and "0.4.0" in fix[0].source and "1.0" not in fix[0].short
+    wrong = [c.framework for c in fw.CORRECTIONS if c.kind == "wrong in 2018"]
+    assert wrong == ["Chainer", "TensorFlow", "PyTorch"]
+    assert "WIP -> **Yes (0.4.0, April 2018)**" in fw.table_markdown()
+
+
+def test_seven_of_the_eleven_frameworks_stopped_each_with_a_source():
+    gone = fw.stopped()
+    assert gone == ["Caffe", "Caffe 2", "Chainer", "Cognitive Toolkit", "MXNet", "Theano", "Torch"]
+    for name in gone:
+        (status,) = [c for c in fw.corrections_for(name) if c.column == "status"]
+        assert status.source and status.short
+    assert "torch7 README" in fw.corrections_for("Torch")[0].source
+    assert "1.0" in fw.corrections_for("Caffe")[0].short
+    # still going: the four without a status note
+    assert sorted({r.framework for r in fw.SLIDE_TABLE} - set(gone)) == ["DL4J", "Matlab", "PyTorch", "TensorFlow"]

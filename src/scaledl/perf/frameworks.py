@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 __all__ = ["FrameworkRow", "Correction", "COLUMNS", "SLIDE_TABLE", "CORRECTIONS", "corrections_for", "row",
-           "table_markdown"]
+           "stopped", "table_markdown"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ class Correction:
     """What one cell (or, with ``column="status"``, the whole row) should say, and why.
 
     ``kind`` is ``"wrong in 2018"`` when sources from before the slides contradict the cell, ``"outdated"``
-    when the cell was fair in 2018 and has changed since.
+    when the cell was fair in 2018 and has changed since. The slide has no status column: a ``"status"``
+    correction records that a framework stopped (see :func:`stopped`), with the date and its source.
     """
 
     framework: str
@@ -80,10 +81,12 @@ CORRECTIONS = (
                "Yes, through Horovod (open-sourced by Uber in 2017): ring all-reduce across nodes with NCCL",
                "Sergeev and Del Balso, 'Horovod: fast and easy distributed deep learning in TensorFlow', "
                "arXiv:1802.05799, 2018"),
-    Correction("PyTorch", "multi_node_nccl", "outdated",
-               "Yes (1.0, 2018)",
-               "Yes since PyTorch 1.0 (December 2018): torch.distributed's 'nccl' backend and "
-               "DistributedDataParallel", "PyTorch 1.0 release notes, 2018"),
+    Correction("PyTorch", "multi_node_nccl", "wrong in 2018",
+               "Yes (0.4.0, April 2018)",
+               "Yes: PyTorch 0.4.0 (April 2018) shipped torch.distributed's NCCL 2 backend ('nccl'), which runs "
+               "collectives across nodes, and DistributedDataParallel trains over it; the slide, shown in "
+               "October 2018, was out of date here",
+               "PyTorch 0.4.0 release notes, April 2018, 'Distributed Training: NCCL2 backend'"),
     Correction("PyTorch", "mixed_precision", "outdated",
                "Yes (1.6, 2020)",
                "Yes: automatic mixed precision (torch.cuda.amp) since PyTorch 1.6, 2020",
@@ -92,6 +95,11 @@ CORRECTIONS = (
                "Yes (2.4, 2020)",
                "Yes: the Keras mixed-precision API (tf.keras.mixed_precision), stable since TensorFlow 2.4, 2020",
                "TensorFlow 2.4 release notes, 2020"),
+    Correction("Caffe", "status", "outdated",
+               "no release since 1.0, 2017",
+               "BVLC Caffe has made no release since Caffe 1.0 (April 2017), and its repository's last change "
+               "dates from February 2020",
+               "BVLC/caffe on GitHub: its tag 1.0 (April 2017) is the last release"),
     Correction("Caffe 2", "status", "outdated",
                "merged into PyTorch, 2018",
                "merged into PyTorch in 2018; no longer a separate framework",
@@ -111,11 +119,28 @@ CORRECTIONS = (
     Correction("MXNet", "status", "outdated",
                "retired, 2023",
                "the Apache MXNet project was retired to the Apache Attic in 2023", "Apache Attic, 2023"),
+    Correction("Torch", "status", "outdated",
+               "not in active development, 2018",
+               "not in active development, as the torch7 README has said since July 2018 (its C libraries "
+               "live on, rewritten, as PyTorch's ATen); already so when the slides were shown",
+               "torch/torch7 README on GitHub, section 'Development Status', added 2 July 2018"),
 )
 
 _KINDS = ("wrong in 2018", "outdated")
 _FIELDS = tuple(f.name for f in fields(FrameworkRow))
 assert all(c.kind in _KINDS and c.column in _FIELDS + ("status",) for c in CORRECTIONS)
+
+
+def stopped() -> list[str]:
+    """The slide's frameworks that have stopped, in the slide's order: those with a ``status`` correction
+    (discontinued, merged into another framework, in maintenance only, retired, or without a release for
+    years), each with its source in :data:`CORRECTIONS`.
+
+    >>> len(stopped()), stopped()[-1]
+    (7, 'Torch')
+    """
+    named = {c.framework for c in CORRECTIONS if c.column == "status"}
+    return [r.framework for r in SLIDE_TABLE if r.framework in named]
 
 
 def row(framework: str) -> FrameworkRow:
