@@ -14,6 +14,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from scaledl.book import load
@@ -141,5 +142,56 @@ def test_explorer_shows_a_sentence_not_the_widget_repr(lab_page, jupyterlab, tmp
         assert shot.stat().st_size > 5000, "the explorer cell's screenshot is empty"
         # The stored default figure is drawn beside the sentence (an <img> in the same cell).
         assert cell.locator("img").count() >= 1, f"{rel}: the explorer's stored figure is not shown"
+    finally:
+        _close(page, url, token)
+
+
+def _answer_code_cells(rel) -> list[tuple[int, str]]:
+    """(index, source) of the cells tagged answer-code: they compute the numbers the exercises' answers quote."""
+    nb = nbformat.read(ROOT / rel, as_version=4)
+    return [(i, c.source) for i, c in enumerate(nb.cells) if "answer-code" in c.metadata.get("tags", [])]
+
+
+# Chapter 04 (the reader study's example: one cell above question 1) and chapter 07 (a cell per exercise).
+ANSWER_CODE_CHAPTERS = [rel for rel in NOTEBOOKS if rel.startswith(("chapters/04_", "chapters/07_"))]
+
+CELL_STATE_JS = """(i) => {
+  const c = window.jupyterapp.shell.currentWidget.content.widgets[i];
+  return {input: c.inputHidden, output: c.outputHidden, type: c.model.type};
+}"""
+
+
+@pytest.mark.parametrize("rel", ANSWER_CODE_CHAPTERS)
+def test_answer_code_cells_open_folded(lab_page, jupyterlab, rel):
+    """A reader who scrolls to the exercises sees a one-line placeholder for the cell that computes the answers'
+    numbers (its first line, which says it is folded on purpose), neither its code nor its printed numbers, until
+    they open it."""
+    url, token, _ = jupyterlab
+    folded = _answer_code_cells(rel)
+    assert folded, f"{rel}: no cell tagged answer-code"
+    outputs = {i: "".join(o.get("text", "") for o in c.outputs).splitlines()
+               for i, c in enumerate(nbformat.read(ROOT / rel, as_version=4).cells) if c.cell_type == "code"}
+    page = lab_page
+    _open(page, rel)
+    try:
+        panel = page.locator(".jp-NotebookPanel:visible").first
+        cells = panel.locator(".jp-Notebook .jp-Cell")
+        assert cells.count() == len(nbformat.read(ROOT / rel, as_version=4).cells)
+        for i, source in folded:
+            state = page.evaluate(CELL_STATE_JS, i)
+            assert state == {"input": True, "output": True, "type": "code"}, f"{rel}: cell {i} opens {state}"
+            cell = cells.nth(i)
+            cell.scroll_into_view_if_needed()
+            placeholder = cell.locator(".jp-InputPlaceholder")
+            assert placeholder.is_visible(), f"{rel}: cell {i}: no input placeholder"
+            assert "(folded so" in placeholder.inner_text(), f"{rel}: cell {i}: {placeholder.inner_text()!r}"
+            # with its input hidden too, JupyterLab hides the collapsed outputs' placeholder: one line in all
+            assert cell.locator(".jp-InputArea-editor:visible").count() == 0, f"{rel}: cell {i}: its code shows"
+            assert cell.locator(".jp-OutputArea-output:visible").count() == 0, f"{rel}: cell {i}: outputs show"
+            text = panel.inner_text()
+            code_line = next(line for line in source.splitlines()[1:] if len(line.strip()) > 20)
+            assert code_line.strip() not in text, f"{rel}: cell {i}: its code {code_line!r} is visible"
+            printed = next(line for line in outputs[i] if len(line.strip()) > 20)
+            assert printed.strip() not in text, f"{rel}: cell {i}: its output {printed!r} is visible"
     finally:
         _close(page, url, token)

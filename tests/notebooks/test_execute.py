@@ -54,6 +54,20 @@ def test_execute_writes_outputs_deterministically(book):
     assert again.cells[1].outputs[0].text == first
 
 
+def test_execute_keeps_a_folded_answer_code_cell_folded(book):
+    """The metadata that collapses an answer-code cell in JupyterLab, and its first line, survive execution."""
+    path = book / "chapters/00_good.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    folded = {"collapsed": True, "jupyter": {"outputs_hidden": True, "source_hidden": True}, "tags": ["answer-code"]}
+    note = "# Numbers for the answers below (folded so the answers stay hidden until you open them)."
+    nb.cells.append(new_code_cell(f"{note}\nprint(6 * 7)", metadata=folded))
+    nbformat.write(nb, path)
+    assert scaledl(book, "execute", "00").returncode == 0
+    cell = nbformat.read(path, as_version=4).cells[-1]
+    assert cell.metadata == folded and cell.source.startswith(note + "\n")
+    assert cell.outputs[0].text == "42\n" and cell.execution_count == 3
+
+
 def test_widgets_do_not_make_reexecution_differ(book):
     path = book / "chapters/00_good.ipynb"
     nb = nbformat.read(path, as_version=4)

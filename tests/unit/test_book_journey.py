@@ -13,8 +13,8 @@ CH1, CH2, CH3 = "chapters/01_one.ipynb", "chapters/02_two.ipynb", "chapters/03_t
 LAB, LAB_SOL = "labs/lab01_x.ipynb", "labs/solutions/lab01_x.ipynb"
 
 
-def _journey(teaches, assumes=(), cpu=1, **more):
-    return {"teaches": teaches, "assumes": list(assumes), "cpu_minutes": cpu, **more}
+def _journey(teaches, assumes=(), cpu=6, **more):
+    return {"teaches": teaches, "assumes": list(assumes), "cpu_seconds": cpu, **more}
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def book_root(write_book):
     def make(two_title="Two", lab_extra=None, ch1_extra=None):
         root = write_book(
             write_book.chapter("01", CH1, status="done", title="One", **_journey("Ones.", **(ch1_extra or {}))),
-            write_book.chapter("02", CH2, status="done", title=two_title, **_journey("Twos.", ["01"], cpu=3)),
+            write_book.chapter("02", CH2, status="done", title=two_title, **_journey("Twos.", ["01"], cpu=170)),
             write_book.lab("lab01", LAB, LAB_SOL, status="done", title="Lab 1: X",
                            **_journey("Labs.", ["02"], practises=["02"], **(lab_extra or {}))),
             write_book.chapter("03", CH3, status="done", title="Three", **_journey("Threes.", ["01", "02"])))
@@ -103,7 +103,9 @@ def test_links_are_relative_to_the_notebook_a_reader_opens(book_root):
     intro = journey.intro_source(book, book.resolve("03"))
     assert "**What you will learn.** Threes." in intro
     assert "Read first: [01 One](01_one.ipynb), [02 Two](02_two.ipynb)." in intro
-    assert "About 1 min on a 2-core CPU" in intro
+    assert "**Time to run.** Under 10 s on a 2-core CPU with the simulator backend (the whole notebook, " \
+           "measured); on a GPU its time" in intro
+    assert "**Time to run.** About 3 min on a 2-core CPU" in journey.intro_source(book, two)  # 170 s
     assert "on a GPU its time is not measured yet (`scaledl validate --only 03`" in intro
 
 
@@ -127,9 +129,26 @@ def test_first_chapter_explains_the_two_paths(book_root):
     assert "  * Part I, P: start at [02 Two](02_two.ipynb)" in nav
 
 
-def test_measured_gpu_time_is_shown(book_root):
-    book = load(book_root(ch1_extra={"gpu_minutes": 0.5}))
-    assert "; about 0.5 min on a GPU." in journey.intro_source(book, book.resolve("01"))
+def test_measured_gpu_time_is_shown_rounded_like_the_cpu_time(book_root):
+    book = load(book_root(ch1_extra={"gpu_minutes": 0.8}))
+    assert "; about 50 s on a GPU." in journey.intro_source(book, book.resolve("01"))
+
+
+@pytest.mark.parametrize("seconds, words", [
+    (0, "under 10 s"), (5.7, "under 10 s"), (9.99, "under 10 s"),
+    (10, "about 10 s"), (14.9, "about 10 s"), (15, "about 20 s"), (44, "about 40 s"), (54.9, "about 50 s"),
+    (55, "about 1 min"), (74, "about 1 min"), (75, "about 1.5 min"), (100, "about 1.5 min"),
+    (135, "about 2.5 min"), (299, "about 5 min"), (584, "about 9.5 min"), (585, "about 10 min"),
+    (700, "about 12 min"),
+])
+def test_run_times_are_rounded_as_a_machine_dependent_time_deserves(seconds, words):
+    assert journey.duration(seconds) == words
+
+
+def test_a_run_time_must_be_a_measured_time():
+    for bad in (-1, float("nan"), float("inf"), "6", True):
+        with pytest.raises(ValueError, match="expected a measured time >= 0"):
+            journey.duration(bad)
 
 
 def test_renaming_a_chapter_makes_the_neighbours_nav_stale(book_root, tmp_path):
@@ -214,33 +233,30 @@ def test_book_without_journey_fields_is_not_checked(write_book):
 
 @pytest.mark.parametrize("fields, message", [
     ({"teaches": "no full stop"}, r"teaches = 'no full stop'; expected one sentence, ending with '\.'"),
-    ({"teaches": "X.", "cpu_minutes": 1.5}, r"cpu_minutes = 1\.5; expected a whole number of minutes > 0"),
-    ({"teaches": "X.", "cpu_minutes": 1, "gpu_minutes": 0}, r"gpu_minutes = 0; expected minutes > 0"),
-    ({"teaches": "X.", "cpu_minutes": 1, "assumes": ["99"]}, r"assumes '99', which is no entry's id"),
-    ({"teaches": "X.", "cpu_minutes": 1, "assumes": ["02"]}, r"assumes '02', which comes at or after it"),
-    ({"teaches": "X.", "cpu_minutes": 1, "assumes": "00"}, r"assumes = '00'; expected a list of entry ids"),
-    ({"teaches": "X.", "cpu_minutes": 1, "practises": ["00"]}, r"only a lab may have"),
-    ({"teaches": "X."}, r"chapter 01 has no 'cpu_minutes'"),
+    ({"teaches": "X.", "cpu_seconds": 0}, r"cpu_seconds = 0; expected seconds > 0 \(measured on the simulator"),
+    ({"teaches": "X.", "cpu_seconds": "6 s"}, r"cpu_seconds = '6 s'; expected seconds > 0"),
+    ({"teaches": "X.", "cpu_minutes": 1}, r"chapter 01 has 'cpu_minutes', which 'cpu_seconds' replaced: give the "
+                                          r"seconds `scaledl book execute 01` measured"),
+    ({"teaches": "X.", "cpu_seconds": 6, "gpu_minutes": 0}, r"gpu_minutes = 0; expected minutes > 0"),
+    ({"teaches": "X.", "cpu_seconds": 6, "assumes": ["99"]}, r"assumes '99', which is no entry's id"),
+    ({"teaches": "X.", "cpu_seconds": 6, "assumes": ["02"]}, r"assumes '02', which comes at or after it"),
+    ({"teaches": "X.", "cpu_seconds": 6, "assumes": "00"}, r"assumes = '00'; expected a list of entry ids"),
+    ({"teaches": "X.", "cpu_seconds": 6, "practises": ["00"]}, r"only a lab may have"),
+    ({"teaches": "X."}, r"chapter 01 has no 'cpu_seconds'"),
 ])
 def test_bad_journey_fields_are_clear_errors(write_book, fields, message):
     root = write_book(write_book.chapter("01", CH1, status="done", **fields),
-                      write_book.chapter("02", CH2, status="done", teaches="Y.", cpu_minutes=1))
+                      write_book.chapter("02", CH2, status="done", teaches="Y.", cpu_seconds=6))
     with pytest.raises(ValueError, match=message):
         load(root)
 
 
 def test_every_written_entry_needs_the_fields_once_one_has_them(write_book):
-    root = write_book(write_book.chapter("01", CH1, status="done", teaches="X.", cpu_minutes=1),
+    root = write_book(write_book.chapter("01", CH1, status="done", teaches="X.", cpu_seconds=6),
                       write_book.chapter("02", CH2, status="done"),
                       write_book.chapter("03", CH3, status="planned"))
     with pytest.raises(ValueError, match=r"chapter 02 has no 'teaches'"):
         load(root)
-
-
-def test_minutes_round_up():
-    assert [journey.minutes_from_seconds(s) for s in (0, 3.2, 60, 60.1, 179)] == [1, 1, 1, 2, 3]
-    with pytest.raises(ValueError, match="seconds = -1"):
-        journey.minutes_from_seconds(-1)
 
 
 def test_code_cells_that_only_compute_answers_are_tagged_and_checked():
@@ -255,5 +271,76 @@ def test_code_cells_that_only_compute_answers_are_tagged_and_checked():
     assert any("code cell 4 computes exercise answers" in line for line in found)
     updated = journey.update(nb, book, chapter)
     tagged = [i for i, c in enumerate(updated.cells) if "answer-code" in c.metadata.get("tags", [])]
-    assert [updated.cells[i].source for i in tagged] == ["# Numbers for the answers below.\ny = 2", "print(x)"]
+    # folded, each with a first line saying so; the code itself is untouched
+    assert [updated.cells[i].source for i in tagged] == [
+        "# Numbers for the answers below (folded so the answers stay hidden until you open them).\ny = 2",
+        "# Numbers for the answer below (folded so the answer stays hidden until you open it).\nprint(x)"]
     assert not any("answer-code" in line for line in journey.problems(updated, book, chapter, name="t.ipynb"))
+    assert journey.update(updated, book, chapter) == updated  # idempotent
+
+
+FOLDED = {"collapsed": True, "jupyter": {"outputs_hidden": True, "source_hidden": True}}
+
+
+def _with_answer_code(nb, source, after_answer=False):
+    """``nb`` (an executed chapter of :func:`executed`) with a code cell tagged answer-code that prints the
+    answer's number, before its answer-key cell (or after it, as chapters 01 and 02 compute theirs last)."""
+    cell = new_code_cell(source, execution_count=2, metadata={"tags": ["answer-code"]})
+    cell.outputs = [new_output("stream", name="stdout", text="2\n")]
+    nb.cells.insert(len(nb.cells) - 1 if after_answer else 4, cell)  # before the nav, or the answer-key cell
+    return nb
+
+
+def test_an_answer_code_cell_that_is_not_folded_fails_the_check_and_write_folds_it(book_root):
+    root = book_root()
+    write_all(root)
+    nb = nbformat.read(root / CH2, as_version=4)
+    nbfile.write(_with_answer_code(nb, "print(2)"), root / CH2)  # cell 4, shown in full in JupyterLab
+    problems = check_book(load(root))
+    assert problems == [f"{CH2}: code cell 4 is tagged 'answer-code' but not folded: JupyterLab would show its "
+                        f"code and the numbers of the answers (expected metadata jupyter.source_hidden, "
+                        f"jupyter.outputs_hidden and collapsed true, and the first line '# Numbers for the answer "
+                        f"below (folded so the answer stays hidden until you open it).'); run `scaledl book "
+                        f"journey --write 02`"]
+    assert write_all(root) == [CH2]
+    assert check_book(load(root)) == []
+    cell = nbformat.read(root / CH2, as_version=4).cells[4]
+    assert {k: cell.metadata[k] for k in ("collapsed", "jupyter")} == FOLDED
+    assert cell.metadata.tags == ["answer-code"] and cell.execution_count == 2 and cell.outputs[0].text == "2\n"
+    assert cell.source == ("# Numbers for the answer below (folded so the answer stays hidden until you open "
+                           "it).\nprint(2)")
+    # half folded (the outputs still showing) is not folded
+    nb = nbformat.read(root / CH2, as_version=4)
+    nb.cells[4].metadata.pop("collapsed")
+    nb.cells[4].metadata.jupyter.pop("outputs_hidden")
+    nbformat.write(nb, root / CH2)
+    assert any(p.startswith(f"{CH2}: code cell 4 is tagged 'answer-code' but not folded")
+               for p in check_book(load(root)))
+
+
+def test_an_answer_code_cell_after_the_answers_says_they_are_above(book_root):
+    root = book_root()
+    write_all(root)
+    nb = nbformat.read(root / CH1, as_version=4)
+    nbfile.write(_with_answer_code(nb, "# Numbers for the answers below.\nprint(2)", after_answer=True),
+                 root / CH1)
+    write_all(root)
+    cells = nbformat.read(root / CH1, as_version=4).cells
+    assert cells[-2].source == ("# Numbers for the answers above (folded so the answers stay hidden until you "
+                                "open them).\nprint(2)")  # the old first line replaced, not kept below the note
+    assert cells[-1].metadata.tags == ["book-nav"] and check_book(load(root)) == []
+
+
+def test_every_answer_code_cell_of_the_real_book_is_folded():
+    book = load()
+    found, folded = [], 0
+    for e in (e for e in book.entries if e.kind == "chapter" and e.validated):
+        cells = nbformat.read(book.path(e.file), as_version=4).cells
+        for i, cell in enumerate(cells):
+            if "answer-code" in cell.metadata.get("tags", []):
+                meta = {k: cell.metadata.get(k) for k in ("collapsed", "jupyter")}
+                first = cell.source.split("\n", 1)[0]
+                if meta != FOLDED or not first.startswith("# Numbers for the answer") or "(folded so" not in first:
+                    found.append(f"{e.file}: cell {i}: {meta}, {first!r}")
+                folded += 1
+    assert folded >= 13 and found == [], "\n".join(found)

@@ -52,3 +52,25 @@ def test_problems_name_the_file_and_the_cause(tmp_path):
     nbformat.write(nb, path)
     found = nbfile.problems(path, "chapters/n.ipynb")
     assert len(found) == 2 and all(p.startswith("chapters/n.ipynb: ") for p in found)
+
+
+@pytest.mark.parametrize("metadata, expected", [
+    # JupyterLab's shared cell model keeps the two keys in step when it loads a cell (setMetadata)
+    ({"jupyter": {"outputs_hidden": True, "source_hidden": True}},
+     {"collapsed": True, "jupyter": {"outputs_hidden": True, "source_hidden": True}}),
+    ({"collapsed": True}, {"collapsed": True, "jupyter": {"outputs_hidden": True}}),
+    ({"collapsed": False, "jupyter": {"outputs_hidden": True}},  # collapsed wins
+     {"collapsed": False, "jupyter": {"outputs_hidden": False}}),
+    ({"jupyter": {"source_hidden": True}}, {"jupyter": {"source_hidden": True}}),  # input only: nothing to sync
+    ({"tags": ["x"]}, {"tags": ["x"]}),
+])
+def test_collapsed_outputs_are_said_both_ways_as_jupyterlab_loads_them(tmp_path, metadata, expected):
+    nb = new_notebook(metadata={"kernelspec": dict(nbfile.KERNELSPEC)})
+    nb.cells.append(new_code_cell("print(1)", metadata=metadata))
+    assert json.loads(nbfile.dumps(nb))["cells"][0]["metadata"] == expected
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, path)
+    out_of_step = metadata != expected
+    assert bool(nbfile.problems(path)) == out_of_step  # what JupyterLab would rewrite on open
+    if out_of_step:
+        assert "'collapsed' out of step" in nbfile.problems(path)[0]

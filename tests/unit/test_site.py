@@ -244,6 +244,24 @@ def test_the_landing_page_introduces_the_book_from_book_toml(small_book, tmp_pat
     assert "A real GPU is recommended, for timings that measure your hardware, in 00 A" in index
 
 
+@pytest.mark.parametrize("chapter, lab, slowest", [
+    (None, None, "at most 1 min"),  # nothing measured: the budget (sim_budget_s, 60 s by default) bounds it
+    (95, 6, "about 1.5 min"),  # measured: said as the opening cells say it (scaledl.book.journey.duration)
+    (95, None, "about 1.5 min"),  # the unmeasured lab's budget is shorter than the measured chapter
+    (30, None, "at most 1 min"),  # ... or longer
+    (4, 6, "under 10 s"),
+])
+def test_the_landing_page_says_how_long_the_slowest_notebook_takes(small_book, tmp_path, chapter, lab, slowest):
+    toml = BOOK
+    for status, seconds in (('title = "A"\nstatus = "done"', chapter), ('title = "Lab 1: X"\nstatus = "done"', lab)):
+        if seconds is not None:
+            assert status in toml
+            toml = toml.replace(status, f"{status}\ncpu_seconds = {seconds}")
+    (small_book / "book.toml").write_text(toml)
+    index = (stage(load(small_book), tmp_path / "src") / "index.md").read_text()
+    assert f"every notebook runs on an ordinary CPU (the slowest in {slowest} on a 2-core CPU)." in index
+
+
 def test_figure_alt_prefers_an_authors_comment_then_literal_titles_then_the_prose_above():
     cell = 'fig, ax = plt.subplots()\nax.set_title("Roofline of the V100")\nax.legend(title="kernel")'
     assert figure_alt(cell, "The roofline", "Long enough sentence about the plot.") == \

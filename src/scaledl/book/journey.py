@@ -5,7 +5,7 @@ Every written notebook (a chapter, a lab's solution and so its student copy) get
 
 * right after the title (cell 0), a cell tagged ``book-intro``: what it teaches, what it assumes (links to the
   earlier chapters) and how long it takes to run on a CPU and on a GPU (``teaches``, ``assumes``,
-  ``cpu_minutes``, ``gpu_minutes`` in book.toml);
+  ``cpu_seconds``, ``gpu_minutes`` in book.toml; both times said as :func:`duration` rounds them);
 * as its last cell, a cell tagged ``book-nav``: links to the previous and next chapter in reading order and to
   the labs that practise it (a lab: back to the chapters it practises, on to the next chapter).
 
@@ -13,9 +13,15 @@ Links are relative to the notebook a reader opens (a lab's student copy in ``lab
 from the solution), so they work in JupyterLab: ``[14 All-reduce](14_all_reduce.ipynb)``,
 ``[Lab 5: ...](../labs/lab05_ring_all_reduce.ipynb)``. In a chapter every markdown cell tagged ``answer-key``
 is folded into ``<details><summary>Answer</summary> ... </details>``, with blank lines around the answer so that
-JupyterLab, Colab and GitHub render its markdown. :func:`update` does all of it and only ever touches those
-cells, so running it twice changes nothing and no re-execution is needed; :func:`problems` is what
-``scaledl book check`` reports until ``scaledl book journey --write`` has been run.
+JupyterLab, Colab and GitHub render its markdown. Every code cell tagged ``answer-code`` (the cells that compute
+the numbers the answers quote) is folded in JupyterLab too: its input and its outputs collapsed (cell metadata
+``jupyter.source_hidden`` and ``jupyter.outputs_hidden``, and ``collapsed``, which JupyterLab keeps in step with
+the latter), and its first line a comment saying what it is and that it is folded on purpose
+(:func:`answer_code_note`), so a reader scrolling to the exercises sees neither its code nor its printed numbers
+until they open it. :func:`update` does all of it and only ever touches those cells (a code cell only in its
+metadata and its first comment line, never its code or outputs), so running it twice changes nothing and no
+re-execution is needed; :func:`problems` is what ``scaledl book check`` reports until ``scaledl book journey
+--write`` has been run.
 """
 
 from __future__ import annotations
@@ -35,27 +41,52 @@ INTRO_TAG = "book-intro"
 NAV_TAG = "book-nav"
 ANSWER_KEY_TAG = "answer-key"
 ANSWER_CODE_TAG = "answer-code"  # a code cell that only computes exercises' answers: the site and students skip it
-ANSWER_CODE_FIRST_LINE = "# Numbers for the answers"
+# How such a cell opens, in the lesson's part of a chapter too: "# Numbers for the answers below." and the
+# folded cells' own note ("# Numbers for the answer below (folded ...)").
+ANSWER_CODE_FIRST_LINE = re.compile(r"# Numbers for the answers?\b")
+# JupyterLab shows a code cell with both collapsed: a "..." placeholder for its input and for its outputs.
+# It keeps ``collapsed`` (nbformat's older key) and ``jupyter.outputs_hidden`` in step when it loads a cell
+# (scaledl.book.nbfile writes both), so a notebook saved from JupyterLab keeps the same bytes.
+ANSWER_CODE_FOLD = {"collapsed": True, "jupyter": {"source_hidden": True, "outputs_hidden": True}}
 FOLD_OPEN = "<details>\n<summary>Answer</summary>\n\n"
 FOLD_CLOSE = "\n\n</details>"
 # The label an unfolded answer starts with ("**Answer.**", "*Answer.*", "**Answers.**"): the summary says it.
 ANSWER_LABEL = re.compile(r"^\s*(\*\*|\*|__|_)Answers?(\.\1|\1\.)[ \t]*\n?")
-CPU_WORDS = "a 2-core CPU"  # the machine the book's outputs are executed on, shared: the minutes are an upper bound
+CPU_WORDS = "a 2-core CPU"  # the machine the book's outputs are executed on (book.toml's cpu_seconds)
 
 
 def fix_command(entry: Entry) -> str:
     return f"`scaledl book journey --write {entry.id}`"
 
 
-def minutes_from_seconds(seconds: float) -> int:
-    """Whole minutes, rounded up (at least 1): what book.toml's ``cpu_minutes`` holds.
+def _round_half_up(x: float) -> int:
+    return math.floor(x + 0.5)
 
-    >>> minutes_from_seconds(61.0)
-    2
+
+def duration(seconds: float) -> str:
+    """A measured run time in words, rounded as far as a time that varies from machine to machine deserves.
+
+    The rule (book.toml's ``cpu_seconds`` and ``gpu_minutes`` are both said with it): under 10 s, "under
+    10 s"; under a minute, the nearest 10 s; under 10 minutes, the nearest half minute; beyond, the nearest
+    minute. Halves round up, and a time that rounds to 60 s is said in minutes.
+
+    >>> [duration(s) for s in (5.7, 44, 45, 56, 100, 135, 700)]
+    ['under 10 s', 'about 40 s', 'about 50 s', 'about 1 min', 'about 1.5 min', 'about 2.5 min', 'about 12 min']
+
+    Raises:
+        ValueError: ``seconds`` is negative or not a number.
     """
-    if not seconds >= 0:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
         raise ValueError(f"seconds = {seconds!r}; expected a measured time >= 0")
-    return max(1, math.ceil(seconds / 60))
+    if seconds < 10:
+        return "under 10 s"
+    tens = 10 * _round_half_up(seconds / 10)
+    if tens < 60:
+        return f"about {tens} s"
+    halves = _round_half_up(seconds / 30)
+    if halves < 20:
+        return f"about {halves / 2:g} min"
+    return f"about {_round_half_up(seconds / 60)} min"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -105,9 +136,10 @@ def labs_of(book: Book, chapter: Entry) -> list[Entry]:
 
 
 def intro_source(book: Book, entry: Entry) -> str:
-    """The ``book-intro`` cell: what the notebook teaches, what it assumes, its time to run."""
-    if entry.teaches is None or entry.cpu_minutes is None:
-        raise ValueError(f"{entry.kind} {entry.id}: book.toml gives no 'teaches' or 'cpu_minutes' to make its "
+    """The ``book-intro`` cell: what the notebook teaches, what it assumes, its time to run (measured, said as
+    :func:`duration` rounds it)."""
+    if entry.teaches is None or entry.cpu_seconds is None:
+        raise ValueError(f"{entry.kind} {entry.id}: book.toml gives no 'teaches' or 'cpu_seconds' to make its "
                          f"opening cell from")
     assumed = [book.resolve(i) for i in entry.assumes]
     if assumed:
@@ -115,14 +147,15 @@ def intro_source(book: Book, entry: Entry) -> str:
     else:
         assumes = "No earlier chapter: Python and a little NumPy are enough."
     if entry.gpu_minutes is not None:
-        gpu = f"about {entry.gpu_minutes:g} min on a GPU"
+        gpu = f"{duration(entry.gpu_minutes * 60)} on a GPU"
     else:
         gpu = (f"on a GPU its time is not measured yet (`scaledl validate --only {entry.id}` on a GPU machine "
                f"records it)")
+    cpu = duration(entry.cpu_seconds)
     return (f"**What you will learn.** {entry.teaches}\n\n"
             f"**What it assumes.** {assumes}\n\n"
-            f"**Time to run.** About {entry.cpu_minutes} min on {CPU_WORDS} with the simulator backend (the whole "
-            f"notebook, measured; an upper bound); {gpu}.")
+            f"**Time to run.** {cpu[0].upper()}{cpu[1:]} on {CPU_WORDS} with the simulator backend (the whole "
+            f"notebook, measured); {gpu}.")
 
 
 def _chapter_zero_paths(book: Book, entry: Entry) -> list[str]:
@@ -227,14 +260,62 @@ def answer_code_cells(nb) -> list[int]:
         first = cell.source.lstrip().split("\n", 1)[0]
         if cell.cell_type == "markdown" and EXERCISE_HEADING.match(first):
             in_exercises = True
-        elif cell.cell_type == "code" and (in_exercises or first.startswith(ANSWER_CODE_FIRST_LINE)):
+        elif cell.cell_type == "code" and (in_exercises or ANSWER_CODE_FIRST_LINE.match(first)):
             found.append(i)
     return found
 
 
+def answer_code_note(cells, i: int) -> str:
+    """The first line of the ``answer-code`` cell ``cells[i]``: what it is and that it is folded on purpose.
+
+    It names the answers it serves as those "below", "the answer below" when one answer-key cell comes before
+    the next ``answer-code`` cell, or, when no answer follows (a chapter that computes every answer in its last
+    cell), those "above".
+    """
+    answers = [cell.cell_type == "markdown" and ANSWER_KEY_TAG in _tags(cell) for cell in cells]
+    if not any(answers[i + 1:]):
+        return "# Numbers for the answers above (folded so the answers stay hidden until you open them)."
+    served = 0
+    for cell, answer in zip(cells[i + 1:], answers[i + 1:]):
+        if cell.cell_type == "code" and ANSWER_CODE_TAG in _tags(cell):
+            break
+        served += answer
+    if served == 1:
+        return "# Numbers for the answer below (folded so the answer stays hidden until you open it)."
+    return "# Numbers for the answers below (folded so the answers stay hidden until you open them)."
+
+
+def is_folded_code(cells, i: int) -> bool:
+    """Whether the code cell ``cells[i]`` is folded as :func:`fold_code` folds it."""
+    cell = cells[i]
+    meta = cell.get("metadata", {})
+    jupyter = meta.get("jupyter", {})
+    return (jupyter.get("source_hidden") is True and jupyter.get("outputs_hidden") is True
+            and meta.get("collapsed") is True
+            and cell.source.split("\n", 1)[0] == answer_code_note(cells, i))
+
+
+def fold_code(cells, i: int) -> None:
+    """Fold the code cell ``cells[i]`` in place: input and outputs collapsed in JupyterLab, and its first line
+    :func:`answer_code_note` (replacing an older "# Numbers for the answers ..." line, else added above the
+    code). Its code, outputs and execution count are left as they are."""
+    cell = cells[i]
+    cell.metadata["collapsed"] = ANSWER_CODE_FOLD["collapsed"]
+    cell.metadata["jupyter"] = {**cell.metadata.get("jupyter", {}), **ANSWER_CODE_FOLD["jupyter"]}
+    first, _, rest = cell.source.partition("\n")
+    note = answer_code_note(cells, i)
+    if first == note:
+        return
+    if ANSWER_CODE_FIRST_LINE.match(first):
+        cell.source = f"{note}\n{rest}" if rest else note
+    else:
+        cell.source = f"{note}\n{cell.source}"
+
+
 def update(nb, book: Book, entry: Entry):
     """A copy of ``nb`` with its ``book-intro`` cell at index 1, its ``book-nav`` cell last and, in a chapter,
-    every ``answer-key`` cell folded. Other cells are left exactly as they are (outputs and execution counts
+    every ``answer-key`` cell folded, every code cell that only computes answers tagged ``answer-code`` and
+    folded (:func:`fold_code`). Other cells are left exactly as they are (outputs and execution counts
     included), wherever the generated cells were before.
 
     Raises:
@@ -254,6 +335,9 @@ def update(nb, book: Book, entry: Entry):
         for i in answer_code_cells(nb):
             if ANSWER_CODE_TAG not in _tags(cells[i]):
                 cells[i].metadata["tags"] = [*_tags(cells[i]), ANSWER_CODE_TAG]
+        for i, cell in enumerate(cells):
+            if cell.cell_type == "code" and ANSWER_CODE_TAG in _tags(cell):
+                fold_code(cells, i)
     cells.insert(1, _generated(nb, intro, INTRO_TAG, intro_source(book, entry), entry))
     cells.append(_generated(nb, nav, NAV_TAG, nav_source(book, entry), entry))
     return nb
@@ -285,6 +369,12 @@ def problems(nb, book: Book, entry: Entry, name: str | None = None) -> list[str]
             if ANSWER_CODE_TAG not in _tags(cells[i]):
                 found.append(f"{name}: code cell {i} computes exercise answers but is not tagged "
                              f"{ANSWER_CODE_TAG!r} (the site and the students' copy leave such cells out); {fix}")
+        for i, cell in enumerate(cells):
+            if cell.cell_type == "code" and ANSWER_CODE_TAG in _tags(cell) and not is_folded_code(cells, i):
+                found.append(f"{name}: code cell {i} is tagged {ANSWER_CODE_TAG!r} but not folded: JupyterLab "
+                             f"would show its code and the numbers of the answers (expected metadata "
+                             f"jupyter.source_hidden, jupyter.outputs_hidden and collapsed true, and the first "
+                             f"line {answer_code_note(cells, i)!r}); {fix}")
     return found
 
 

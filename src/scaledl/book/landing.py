@@ -2,14 +2,13 @@
 
 It introduces the book before listing it: what the book is, who it is for, how to read it (the parts in
 order, the CPU simulator against a real GPU, the labs, where the answers are), how to run it in Colab or on
-one's own machine, and then the contents. Counts, the GPU chapters, the run-time budgets and the links all
-come from book.toml, so the page stays true as chapters are added.
+one's own machine, and then the contents. Counts, the GPU chapters, the measured run times (or, for a notebook
+not timed yet, its budget) and the links all come from book.toml, so the page stays true as chapters are added.
 """
 
 from __future__ import annotations
 
-import math
-
+from scaledl.book.journey import CPU_WORDS, duration
 from scaledl.book.toc import Book, Entry
 
 
@@ -17,9 +16,16 @@ def _label(e: Entry) -> str:
     return e.title if e.kind == "lab" else f"{e.id} {e.title}"
 
 
-def _minutes(minutes: float) -> str:
-    minutes = max(1, math.ceil(minutes))
-    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+def _slowest(entries: list[Entry]) -> str:
+    """How long the slowest notebook takes on the simulator: measured (book.toml's ``cpu_seconds``, said as
+    the opening cells say it), or "at most" its ``sim_budget_s`` where that is longer than every measured time
+    (a notebook not timed yet)."""
+    measured = [e.cpu_seconds for e in entries if getattr(e, "cpu_seconds", None)]
+    budgets = [e.sim_budget_s for e in entries if not getattr(e, "cpu_seconds", None)]
+    if budgets and max(budgets) > max(measured, default=0):
+        words = duration(max(budgets))
+        return words if words.startswith("under") else f"at most {words.removeprefix('about ')}"
+    return duration(max(measured, default=0))
 
 
 def _span(kind: str, ids: list[str]) -> str:
@@ -47,8 +53,7 @@ def index_page(book: Book, subtitle: str, page_of, colab_of, bibliography: str =
     labs = [e for e in book.entries if e.kind == "lab" and e.validated]
     planned = [e for e in book.entries if not e.validated]
     gpu = [e for e in chapters + labs if e.gpu]
-    # measured whole-notebook minutes on the simulator where book.toml has them, else the budget it allows
-    slowest = max(((getattr(e, "cpu_minutes", None) or e.sim_budget_s / 60) for e in chapters + labs), default=1)
+    slowest = _slowest(chapters + labs)
     first = chapters[0] if chapters else None
     lines = [f"# {book.title}", ""]
     if subtitle:
@@ -84,7 +89,7 @@ def index_page(book: Book, subtitle: str, page_of, colab_of, bibliography: str =
                   "notebooks, the interactive figures and the labs work.", ""]
     lines += ["**No GPU needed.** Without an NVIDIA GPU the book's kernels run on Numba's CUDA simulator, at "
               "small sizes and with exact results, and every notebook runs on an ordinary CPU (the slowest in "
-              f"at most about {_minutes(slowest)}). The numbers stored in the pages are those of the simulator. "
+              f"{slowest} on {CPU_WORDS}). The numbers stored in the pages are those of the simulator. "
               + (f"A real GPU is recommended, for timings that measure your hardware, in "
                  f"{_series([_label(e) for e in gpu])} (marked *GPU recommended* below)." if gpu else ""), ""]
     lines += ["**Interactive figures.** Explorers (sliders and menus over a figure) need a running notebook; "

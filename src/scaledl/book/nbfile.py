@@ -9,8 +9,11 @@ already in that form:
   1e21, so that is where the conversion stops.
 * When the kernel starts, JupyterLab writes the kernel's own spec into the metadata: the ipykernel spec's
   display name is "Python 3 (ipykernel)".
+* A cell's two ways of saying its outputs are collapsed, nbformat's older ``collapsed`` and
+  ``jupyter.outputs_hidden``, are kept in step when JupyterLab loads the cell (its shared model's
+  ``setMetadata``): where only one is set, the other is added with its value (``collapsed`` wins when both are).
 
-:func:`write` applies both before nbformat serialises (indent 1, sorted keys, non-ASCII kept, a final
+:func:`write` applies all three before nbformat serialises (indent 1, sorted keys, non-ASCII kept, a final
 newline: nbformat's own settings, which the server uses too). ``tests/browser`` opens every notebook in
 JupyterLab in Chromium, saves it, and checks the bytes did not change; :func:`problems` is the static
 check that ``scaledl book check`` runs without a browser.
@@ -40,10 +43,29 @@ def as_javascript_would(obj):
     return obj
 
 
+def collapsed_in_step(metadata: dict) -> dict:
+    """A cell's ``metadata`` with ``collapsed`` and ``jupyter.outputs_hidden`` in step, as JupyterLab loads it.
+
+    >>> collapsed_in_step({"jupyter": {"outputs_hidden": True}})
+    {'jupyter': {'outputs_hidden': True}, 'collapsed': True}
+    """
+    metadata = dict(metadata)
+    jupyter = metadata.get("jupyter")
+    if metadata.get("collapsed") is not None:
+        metadata["jupyter"] = {**(jupyter or {}), "outputs_hidden": metadata["collapsed"]}
+    elif isinstance(jupyter, dict) and jupyter.get("outputs_hidden") is not None:
+        metadata["collapsed"] = jupyter["outputs_hidden"]
+    return metadata
+
+
 def normalise(nb):
-    """A copy of ``nb`` in the form JupyterLab saves: ipykernel's kernelspec, numbers as JavaScript has them."""
+    """A copy of ``nb`` in the form JupyterLab saves: ipykernel's kernelspec, numbers as JavaScript has them,
+    each cell's collapsed outputs said both ways."""
     nb = nbformat.from_dict(as_javascript_would(json.loads(json.dumps(nb))))
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    for cell in nb.cells:
+        if "metadata" in cell:
+            cell.metadata = nbformat.from_dict(collapsed_in_step(cell.metadata))
     return nb
 
 
@@ -72,6 +94,7 @@ def problems(path: Path, name: str | None = None) -> list[str]:
         found.append(f"{name}: kernelspec is {spec!r}; JupyterLab writes {KERNELSPEC!r} when its kernel "
                      f"starts (re-execute with `scaledl book execute`)")
     if dumps(nb) != text:
-        found.append(f"{name}: not in the form JupyterLab saves (integral floats such as 1.0, formatting); "
+        found.append(f"{name}: not in the form JupyterLab saves (integral floats such as 1.0, formatting, "
+                     f"'collapsed' out of step with 'jupyter.outputs_hidden'); "
                      f"opening it would mark it modified (re-execute with `scaledl book execute`)")
     return found

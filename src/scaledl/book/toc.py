@@ -30,7 +30,7 @@ class Entry:
     # The reader's journey (scaledl.book.journey makes each notebook's opening and closing cells from these):
     teaches: str | None = None  # one sentence: what the reader learns
     assumes: tuple[str, ...] = ()  # ids of earlier entries the notebook builds on
-    cpu_minutes: int | None = None  # measured whole-notebook time on the simulator backend, rounded up
+    cpu_seconds: float | None = None  # measured whole-notebook time on the simulator backend
     gpu_minutes: float | None = None  # measured on a GPU; None: not measured yet
     practises: tuple[str, ...] = ()  # labs only: the chapters it practises (default: every chapter of its part)
 
@@ -137,12 +137,14 @@ def _journey_fields(raw: dict, kind: str, where: str) -> dict:
         if not isinstance(teaches, str) or not teaches.strip() or not teaches.rstrip().endswith("."):
             raise ValueError(f"book.toml: {where} teaches = {teaches!r}; expected one sentence, ending with '.'")
         fields["teaches"] = " ".join(teaches.split())
-    for key, typ in (("cpu_minutes", int), ("gpu_minutes", (int, float))):
+    if "cpu_minutes" in raw:
+        raise ValueError(f"book.toml: {where} has 'cpu_minutes', which 'cpu_seconds' replaced: give the seconds "
+                         f"`scaledl book execute {raw.get('id', '')}` measured (it prints \"executed in N s\")")
+    for key, what in (("cpu_seconds", "seconds > 0 (measured on the simulator backend)"),
+                      ("gpu_minutes", "minutes > 0 (measured on a GPU; leave it out until measured)")):
         if key in raw:
             value = raw[key]
-            if isinstance(value, bool) or not isinstance(value, typ) or value <= 0:
-                what = "a whole number of minutes > 0 (measured, rounded up)" if key == "cpu_minutes" else \
-                    "minutes > 0 (measured on a GPU; leave it out until measured)"
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ValueError(f"book.toml: {where} {key} = {value!r}; expected {what}")
             fields[key] = value
     return fields
@@ -167,10 +169,10 @@ def _check_journey(entries: list[Entry]) -> None:
                 if key == "practises" and kinds[ref] != "chapter":
                     raise ValueError(f"book.toml: {where} practises {ref!r}, which is a lab; expected chapter ids")
         if journey and e.validated:
-            for key in ("teaches", "cpu_minutes"):
+            for key in ("teaches", "cpu_seconds"):
                 if getattr(e, key) is None:
                     raise ValueError(f"book.toml: {where} has no {key!r}; once any entry has 'teaches', every "
-                                     f"written entry needs 'teaches' and 'cpu_minutes' (its opening cell is "
+                                     f"written entry needs 'teaches' and 'cpu_seconds' (its opening cell is "
                                      f"made from them)")
 
 
