@@ -108,7 +108,7 @@ def test_task_1_1_accepts_a_correct_ring(seed, ring):
 
 @pytest.mark.parametrize("bug, match", [
     (off_by_one_gather, "off-by-one chunk"),
-    (missing_reduce_step, "reduction rounds"),
+    (missing_reduce_step, "reduction round is missing"),
     (copies_everywhere, "copy in the reduce-scatter"),
     (twice_the_rounds, "time is not the ring's"),
 ])

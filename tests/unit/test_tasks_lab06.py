@@ -7,6 +7,7 @@ judges see the types the grader will (JSON lists, arrays read back from .npz).
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -29,7 +30,8 @@ def solution_namespace() -> dict:
     for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
         if grade_id == "answer_task_3_2":  # only its solution lines: the rest of the cell trains
-            exec(re.search(r"### BEGIN SOLUTION.*?\n(.*?)### END SOLUTION", cell.source, re.S).group(1), ns)
+            block = re.search(r"### BEGIN SOLUTION.*?\n(.*?)[ \t]*### END SOLUTION", cell.source, re.S).group(1)
+            exec(textwrap.dedent(block), ns)  # (inside the cell's `with task("Task 3.2"):` block)
         elif grade_id.startswith("answer_task_"):
             exec(cell.source, ns)
     return ns

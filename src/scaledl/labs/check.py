@@ -12,6 +12,8 @@ an IndexError (simulator), or a write   no bounds guard: threads past the edge o
 beyond the output (GPU guard region)    out of range
 NaN left in the output                  some outputs are never written: the grid is too small, or the
                                         guard is too strict
+a never-written tail, where smaller     one element per thread on a grid smaller than the array: a
+sizes passed                            grid-stride loop is missing
 two identical runs disagree             a race: threads read shared memory before (or after) others
                                         wrote it, i.e. a missing ``cuda.syncthreads()``
 values no input could produce           uninitialised memory was read: typically a tile used before the
@@ -19,6 +21,9 @@ values no input could produce           uninitialised memory was read: typically
 right at the smallest size, wrong at    the tile loop: the tile offset (``t * TILE + threadIdx``) or a tile
 larger ones                             overwritten before every thread used it (the second syncthreads)
 =====================================  ===================================================================
+
+The hints are :mod:`scaledl.labs.hints`' "kernel" ones; the grader's judges of the kernel tasks
+(:func:`scaledl.course.tasks.lab01.judge_kernel_runs`) name the same symptoms in the same words.
 
 On the simulator every CUDA thread is a Python thread and a thread runs until it blocks at a barrier, so a
 missing ``syncthreads`` lets a thread race ahead and read a tile nobody has written yet: the bug is visible
@@ -41,6 +46,7 @@ from typing import Callable
 import numpy as np
 
 from scaledl import device
+from scaledl.labs.hints import hint as _text
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 MAX_SHOWN = 5  # mismatching indices printed per size
@@ -128,6 +134,22 @@ def _run_once(yours, inputs, shape, dtype):
     return full[:n].reshape(shape), bool(np.any(~np.isnan(full[n:])))
 
 
+def unwritten_tail(out) -> int | None:
+    """Where the never-written (NaN) tail of a 1-D output begins, when the kernel wrote a prefix ``[0, start)``
+    and nothing from ``start`` on: the footprint of one element per thread on a grid smaller than the array.
+    None for any other pattern (2-D outputs, scattered NaN, nothing missing, nothing written).
+
+    >>> unwritten_tail(np.array([1.0, 2.0, np.nan, np.nan])), unwritten_tail(np.array([1.0, np.nan, 3.0]))
+    (2, None)
+    """
+    out = np.asarray(out)
+    if out.ndim != 1 or out.dtype.kind != "f" or out.size == 0:
+        return None
+    written = ~np.isnan(out)
+    start = int(np.argmin(written)) if not written.all() else out.size
+    return start if 0 < start < out.size and not written[start:].any() else None
+
+
 def _describe_mismatch(got, want, bad, limit=MAX_SHOWN) -> list[str]:
     idx = np.argwhere(bad)
     lines = [f"    {len(idx)} of {bad.size} outputs differ; the first {min(limit, len(idx))}:",
@@ -140,7 +162,8 @@ def _describe_mismatch(got, want, bad, limit=MAX_SHOWN) -> list[str]:
 
 def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, *, tolerance=None,
                  magnitude_bound: Callable | None = None, repeats: int = 2, seed: int = 0,
-                 out_dtype=np.float32, name: str | None = None, report=sys.stdout) -> CheckResult:
+                 out_dtype=np.float32, name: str | None = None, fallback: str | None = None,
+                 report=sys.stdout) -> CheckResult:
     """Run ``yours`` at each size and compare it with ``spec``; print a report and return a CheckResult.
 
     Args:
@@ -155,6 +178,8 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
             even misindexed (for GEMM, K max|A| max|B|); values beyond it are reported as reads of
             uninitialised memory.
         repeats: runs per size; outputs that differ between runs reveal a race.
+        fallback: the hint for wrong values that no classic symptom explains (default: compare the first
+            indices for a transposed index or a wrong stride).
         report: where to print (None: print nothing).
 
     Returns:
@@ -176,7 +201,7 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
         if text not in hints:
             hints.append(text)
 
-    for size in sizes:
+    for k, size in enumerate(sizes):
         inputs = make_inputs(size, rng)
         inputs = inputs if isinstance(inputs, tuple) else (inputs,)
         want = np.asarray(spec(*inputs), np.float64)
@@ -193,9 +218,7 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
             result.passed = False
             wrong_sizes.append(size)
             result.lines.append(f"FAIL {label}: the kernel indexed outside an array: {err}")
-            hint("an index went past the edge of an array: a thread whose output (or input) is outside the "
-                 "matrix must do nothing there. Add the bounds guard, e.g. `if row < C.shape[0] and col < "
-                 "C.shape[1]:` around the store, and load 0 for tile elements outside A or B.")
+            hint(_text("kernel", "out_of_bounds"))
             continue
         got = runs[0]
         expected_tol = np.asarray(tolerance(inputs, want), np.float64)
@@ -208,28 +231,22 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
         problems = []
         if guard_hit:
             problems.append("wrote past the end of the output")
-            hint("the kernel wrote beyond the output array (the guard region after it changed): a thread "
-                 "outside the matrix stored a value. Add the bounds guard before the store.")
+            hint(_text("kernel", "past_end"))
         if np.isnan(got).any():
             problems.append(f"{int(np.isnan(got).sum())} outputs still NaN (never written)")
-            hint("some outputs were never written (they still hold the NaN poured in before the launch): the "
-                 "grid does not cover the whole output (round the number of blocks up: (n + T - 1) // T), or "
-                 "the bounds guard is too strict (< not <=, the right dimension for rows and columns).")
+            passed_before = k > 0 and all(s not in wrong_sizes for s in sizes[:k])
+            tail = unwritten_tail(got) if passed_before else None
+            hint(_text("kernel", "grid_stride" if tail is not None else "never_written"))
         other = next((r for r in runs[1:] if not np.array_equal(r, got, equal_nan=True)), None)
         if other is not None:
             problems.append("two identical runs gave different results")
-            hint("two runs on the same data disagreed: threads race. Shared memory must be fully written "
-                 "before anyone reads it (cuda.syncthreads() after loading a tile) and fully read before it "
-                 "is overwritten (cuda.syncthreads() after using it).")
+            hint(_text("kernel", "race"))
         if magnitude_bound is not None:
             bound = np.asarray(magnitude_bound(*inputs), np.float64) + expected_tol
             impossible = finite & (np.abs(got) > bound)
             if (~np.isnan(got) & ~finite).any() or impossible.any():
                 problems.append("values the inputs cannot produce")
-                hint("some outputs are infinite or larger than any sum of K products of inputs could be: "
-                     "the kernel read memory nobody wrote, typically a shared tile used before every thread "
-                     "loaded its element (a missing cuda.syncthreads() after the loads), or an accumulator "
-                     "that was never set to 0.")
+                hint(_text("kernel", "impossible"))
         if not bad.any() and other is not None:  # the first run was right, a later one was not: still a race
             got, bad = other, off(other) | (other != runs[0])
         if bad.any():
@@ -249,8 +266,7 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
              "loop over tiles (the tile offset t * TILE + threadIdx, the number of tiles rounded up) or a "
              "tile overwritten while others still read it (the second cuda.syncthreads()).")
     if wrong_sizes and not hints:
-        hint("compare Yours and Spec at the first indices: a transposed index (row/col, threadIdx.x/.y) or "
-             "a wrong stride shows up as values from the wrong place.")
+        hint(fallback or _text("kernel", "compare"))
     result.hints = hints
     return result.finish(f"{name} on {len(sizes)} sizes {[_size_label(s) for s in sizes]}, {repeats} runs "
                          f"each, outputs poisoned with NaN", report)

@@ -12,12 +12,15 @@
 - :func:`check_ring_order`: a student's ring cost and ring-order search against
   :func:`scaledl.comm.topology.ring_seconds_per_byte` and the simulator.
 
-``tests/unit/test_labs_ring.py`` proves that each check fails, with its hint, on the bug it is built for.
+``tests/unit/test_labs_ring.py`` proves that each check fails, with its hint, on the bug it is built for. The hints
+are :mod:`scaledl.labs.hints`' "lab05" ones; the grader's judges (:mod:`scaledl.course.tasks.lab05`) give the
+same, Task 1.1's by running :func:`check_ring_schedule` itself.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 import tempfile
 import textwrap
@@ -29,6 +32,7 @@ from scaledl.comm import cost, netsim
 from scaledl.comm import topology as T
 from scaledl.comm.schedule import Schedule, Transfer, bounds, run
 from scaledl.labs.check import CheckResult
+from scaledl.labs.hints import hint as _text
 
 __all__ = ["RANKS", "LENGTHS", "check_ring_schedule", "check_mpi_allreduce", "check_ring_order", "time_vs_formula"]
 
@@ -56,17 +60,20 @@ def _rounds(fn, p: int, length: int):
     return out
 
 
-def _diagnose(rounds, p: int, length: int, hint) -> None:
+def _diagnose(rounds, p: int, length: int, hint, lines) -> None:
+    """Add to ``hint`` the classic bugs ``rounds`` show, and to ``lines`` where they show."""
     b = bounds(length, p)
     block_of = {(b[c], b[c + 1]): c for c in range(p) if b[c + 1] > b[c]}
     reduce_rounds = [r for r in rounds if r and all(t.op == "reduce" for t in r)]
-    if len(reduce_rounds) < p - 1:
-        hint(f"at p = {p} your schedule has {len(reduce_rounds)} reduction rounds; the reduce-scatter needs "
-             f"p - 1 = {p - 1} of them (after step s each rank has added s + 1 contributions to one block): "
-             "a missing reduction step leaves blocks short of some ranks' values.")
-    if any(t.op == "copy" for r in rounds[:p - 1] for t in r) or any(t.op == "reduce" for r in rounds[p - 1:] for t in r):
-        hint("the first p - 1 rounds must add ('reduce') what arrives and the last p - 1 overwrite ('copy'); "
-             "a copy in the reduce-scatter throws partial sums away, a reduce in the all-gather counts them twice.")
+    ops_wrong = any(t.op == "copy" for r in rounds[:p - 1] for t in r) or \
+        any(t.op == "reduce" for r in rounds[p - 1:] for t in r)
+    if len(reduce_rounds) < p - 1 and not (ops_wrong and not reduce_rounds):  # (no reduce at all: the ops are)
+        lines.append(f"     at p = {p} the schedule has {len(reduce_rounds)} reduction rounds; the reduce-scatter "
+                     f"needs p - 1 = {p - 1}")
+        hint(_text("lab05", "missing_reduction"))
+        return  # every later round is shifted by the missing one: no off-by-one to look for
+    if ops_wrong:
+        hint(_text("lab05", "reduce_then_copy"))
     for s, rnd in enumerate(rounds[:2 * (p - 1)]):
         for t in rnd:
             c = block_of.get((t.start, t.stop))
@@ -74,10 +81,8 @@ def _diagnose(rounds, p: int, length: int, hint) -> None:
                 continue
             want = (t.src - s) % p if s < p - 1 else (t.src + 1 - (s - (p - 1))) % p
             if c != want and (c - want) % p in (1, p - 1):
-                hint(f"off-by-one chunk: in round {s} rank {t.src} sends block {c}, but the ring needs block "
-                     f"{want} there. In the reduce-scatter step s rank i sends block (i - s) mod p, the one it "
-                     "received and reduced in the step before; in the all-gather it passes on the block it "
-                     "finished last: (i + 1 - s) mod p.")
+                lines.append(f"     in round {s} rank {t.src} sends block {c}; the ring needs block {want} there")
+                hint(_text("lab05", "off_by_one"))
                 return
 
 
@@ -110,7 +115,7 @@ def check_ring_schedule(ring_schedule, *, ranks=RANKS, lengths=LENGTHS, seed: in
                 idx = np.flatnonzero(got[r] != spec)[:MAX_SHOWN]
                 result.lines.append(f"FAIL p = {p}, length {length}: ranks {bad} differ from the exact sum")
                 result.lines += [f"     rank {r}, element {i}: Yours {got[r][i]}  Spec {spec[i]}" for i in idx]
-                _diagnose(rounds, p, length, hint)
+                _diagnose(rounds, p, length, hint, result.lines)
         if wrong:
             result.passed = False
         else:
@@ -123,12 +128,9 @@ def check_ring_schedule(ring_schedule, *, ranks=RANKS, lengths=LENGTHS, seed: in
                                 f"{sim * 1e6:.3f} us, 2(p-1) alpha + 2(p-1)/p n beta = {formula * 1e6:.3f} us")
             if not ok:
                 result.passed = False
-                hint("the sums are right but the time is not the ring's: each of the 2 (p-1) rounds must send "
-                     "exactly one block of about n/p elements from every rank to its right neighbour, with no "
-                     "extra rounds and no larger messages.")
+                hint(_text("lab05", "ring_time"))
     if not result.passed and not hints:
-        hint("compare Yours and Spec: a value that is too small misses a contribution (a block reduced too few "
-             "times), one that is too large counts a contribution twice.")
+        hint(_text("lab05", "ring_compare"))
     result.hints = hints
     result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} at p = {list(ranks)}")
     return result.finish(report=report)
@@ -212,7 +214,8 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
     result, hints = CheckResult(name), []
     body = textwrap.dedent(inspect.getsource(function))
     if "raise NotImplementedError" in body:  # the student copy's stub: say so here, not from inside mpiexec
-        raise NotImplementedError(f"{name} is not written yet (it still raises NotImplementedError)")
+        stub = re.search(r"raise NotImplementedError\((.*?)\)", body)
+        raise NotImplementedError(f"{name} is not written yet (it still raises NotImplementedError({stub.group(1)}))")
     src = "import numpy as np\nfrom mpi4py import MPI\n\n\n" + body
     with tempfile.TemporaryDirectory(prefix="lab05_") as folder:
         (Path(folder) / "student_allreduce.py").write_text(src)
@@ -230,11 +233,7 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
             except TimeoutError:
                 result.passed = False
                 result.lines.append(f"FAIL p = {p}: no result within {limit}: the ranks deadlocked")
-                hints.append("a deadlock: every rank is blocked in a send that waits for its neighbour to post "
-                             "the matching receive, and the neighbour is itself blocked sending. MPICH buffers "
-                             "small messages (so the bug hides at small sizes) but not large ones. Use "
-                             "comm.Sendrecv(sendbuf, dest=right, recvbuf=..., source=left), which pairs the two, "
-                             "or post comm.Irecv before comm.Send.")
+                hints.append(_text("lab05", "deadlock"))
                 continue
             except RuntimeError as err:
                 result.passed = False
@@ -263,8 +262,7 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
                     result.lines.append(f"     p = {p}, {int(parts[1]) // 1024} KiB: yours {ours * 1e6:.0f} us, "
                                         f"MPI.Allreduce {theirs * 1e6:.0f} us, ratio {ours / theirs:.2f}")
     if not result.passed and not hints:
-        hints.append("compare Yours and Spec: check the block bounds (they must cover every element once, also "
-                     "when the length is not a multiple of p) and that the first p - 1 steps add what arrives.")
+        hints.append(_text("lab05", "mpi_values"))
     result.hints = hints
     result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} at p = {list(ranks)}, lengths "
                         f"{list(lengths)}")
@@ -286,9 +284,7 @@ def check_ring_order(ring_cost, best_ring_order, topologies, *, samples: int = 2
             if not np.isclose(yours, spec, rtol=1e-12, atol=0):
                 result.passed = False
                 result.lines.append(f"FAIL ring_cost on {label}, order {order}: Yours {yours:.6g} s/B  Spec {spec:.6g} s/B")
-                hints.append("ring_cost: route each ring edge order[i] -> order[i + 1] (and the last back to the "
-                             "first) by nx.shortest_path(topology, a, b, weight='latency_s'), count how many edges "
-                             "use each link, and return the largest count / bandwidth_Bps over the links.")
+                hints.append(_text("lab05", "ring_cost"))
                 break
         else:
             result.lines.append(f"ok   ring_cost on {label}: {samples} random orders")
@@ -303,8 +299,7 @@ def check_ring_order(ring_cost, best_ring_order, topologies, *, samples: int = 2
             result.passed = False
             result.lines.append(f"FAIL best_ring_order on {label}: {order} costs {got:.4g} s/B, the best order "
                                 f"{best:.4g} s/B")
-            hints.append("best_ring_order: try every order that starts with rank 0 (itertools.permutations of "
-                         "the others) and keep the one with the smallest ring_cost.")
+            hints.append(_text("lab05", "ring_order"))
         else:
             res = netsim.simulate_allreduce("ring", topo, 64 * 2**20, order=order, timeline=False)
             result.lines.append(f"ok   best_ring_order on {label}: {order}, 64 MiB ring in {res.time_s * 1e3:.2f} ms "

@@ -15,7 +15,9 @@ more than n kept in a group              the mask was not built group by group
 IndexError in the SpMV kernel            no row bound guard: the grid has more threads than rows
 ======================================  ==================================================================
 
-``tests/unit/test_lab04_checks.py`` and ``tests/sim/test_lab04_spmv_check.py`` prove each row of this table.
+``tests/unit/test_lab04_checks.py`` and ``tests/sim/test_lab04_spmv_check.py`` prove each row of this table. The
+hints are :mod:`scaledl.labs.hints`' "lab04" ones, decided by :func:`prune_hint` and :func:`nm_hint`, which the
+grader's judges (:mod:`scaledl.course.tasks.lab04`) call too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from scaledl.labs.check import FLOAT32_EPS, CheckResult, check_kernel
+from scaledl.labs.hints import hint
 from scaledl.sparsity.masks import kept_count, magnitude_mask, nm_mask
 from scaledl.sparsity.nm import compress_nm
 
@@ -33,7 +36,7 @@ SHOWN = 5
 
 
 def _hint(result, text):
-    if text not in result.hints:
+    if text and text not in result.hints:
         result.hints.append(text)
 
 
@@ -66,6 +69,19 @@ def prune_cases(seed: int = 0) -> list[tuple[str, np.ndarray, float]]:
     ]
 
 
+def prune_hint(w, got, spec) -> str:
+    """The classic bug behind a wrong magnitude-pruning mask ``got`` (boolean, ``w``'s shape) where ``spec`` is
+    right: a threshold that keeps ties (count off, ties present), rounding (count off, no ties), ties broken the
+    other way, or ranking by signed value. "" when ``got`` equals ``spec``."""
+    got, spec = np.asarray(got, bool), np.asarray(spec, bool)
+    if np.array_equal(got, spec):
+        return ""
+    ties = _has_ties(w)
+    if int(got.sum()) != int(spec.sum()):
+        return hint("lab04", "prune_threshold" if ties else "prune_rounding")
+    return hint("lab04", "prune_ties" if ties else "prune_signed")
+
+
 def check_magnitude_pruning(yours, *, cases=None, report=sys.stdout) -> CheckResult:
     """``yours(w, sparsity)`` must return a boolean mask keeping exactly ``n - round(s n)`` weights of
     largest magnitude, ties going to the lower flat index (the spec: :func:`scaledl.sparsity.magnitude_mask`)."""
@@ -83,26 +99,13 @@ def check_magnitude_pruning(yours, *, cases=None, report=sys.stdout) -> CheckRes
             result.lines.append(f"ok   {label}: kept {int(spec.sum())} of {w.size}")
             continue
         result.passed = False
-        want, have, ties = int(spec.sum()), int(got.sum()), _has_ties(w)
+        want, have = int(spec.sum()), int(got.sum())
         if have != want:
             result.lines.append(f"FAIL {label}: kept  Yours: {have}  Spec: {want} (= {w.size} - round({s} x {w.size}))")
-            if ties:
-                _hint(result, "with tied magnitudes you kept the wrong number: a threshold (|w| >= t or > t) "
-                              "keeps all the weights tied at it, or none. Rank the weights (np.argsort) and "
-                              "keep exactly k = n - round(s n).")
-            else:
-                _hint(result, "the kept count is off although every magnitude is distinct: the density is off "
-                              "by rounding. Prune exactly round(s n) weights (Python's round, half to even), "
-                              "not int(s n) (truncates) or ceil.")
         else:
             result.lines.append(f"FAIL {label}: right count ({have}), wrong weights kept")
             result.lines += _differences(got, spec)
-            if ties:
-                _hint(result, "the count is right but tied weights are chosen differently: keep the lower flat "
-                              "index among equals. A stable sort does it: np.argsort(-np.abs(w).ravel(), "
-                              "kind='stable') (the default quicksort is not stable).")
-            else:
-                _hint(result, "the wrong weights are kept: rank by magnitude |w|, not by the signed value.")
+        _hint(result, prune_hint(w, got, spec))
     return result.finish(report=report, what=f"magnitude pruning on {len(cases)} cases")
 
 
@@ -116,6 +119,20 @@ def nm_cases(seed: int = 1) -> list[tuple[str, np.ndarray, int]]:
     zeros = np.where(rng.random((16, 4)) < 0.6, 0.0, rng.standard_normal((16, 4))).astype(np.float32)
     return [("8 x 12, groups along axis 0", w, 0), ("8 x 12, groups along axis 1", w, 1),
             ("12 x 8 with tied magnitudes, axis 0", tied, 0), ("16 x 4 with many zeros, axis 0", zeros, 0)]
+
+
+def nm_hint(w, axis: int, got, spec) -> str:
+    """The classic bug behind a wrong 2:4 mask ``got`` of a 2-D ``w`` along ``axis`` (``spec`` is right): groups
+    along the other axis, groups that do not keep exactly 2, or the wrong 2. "" when ``got`` equals ``spec``."""
+    got, spec = np.asarray(got, bool), np.asarray(spec, bool)
+    if np.array_equal(got, spec):
+        return ""
+    other = 1 - axis
+    if w.shape[other] % 4 == 0 and np.array_equal(got, nm_mask(w, 2, 4, axis=other)):
+        return hint("lab04", "nm_axis")
+    if (np.moveaxis(got, axis, -1).reshape(-1, 4).sum(axis=-1) != 2).any():
+        return hint("lab04", "nm_two_per_group")
+    return hint("lab04", "nm_which_two")
 
 
 def check_nm_mask(yours, *, cases=None, report=sys.stdout) -> CheckResult:
@@ -135,24 +152,17 @@ def check_nm_mask(yours, *, cases=None, report=sys.stdout) -> CheckResult:
             result.lines.append(f"ok   {label}")
             continue
         result.passed = False
-        moved = np.moveaxis(got, axis, -1)
-        per_group = moved.reshape(*moved.shape[:-1], -1, 4).sum(axis=-1)
         other = 1 - axis
+        per_group = np.moveaxis(got, axis, -1).reshape(-1, 4).sum(axis=-1)
         if w.shape[other] % 4 == 0 and np.array_equal(got, nm_mask(w, 2, 4, axis=other)):
             result.lines.append(f"FAIL {label}: your mask is the 2:4 mask along axis {other}")
-            _hint(result, "the groups of 4 run along the wrong axis. They follow the layer's reduction axis "
-                          "(the one the dot products sum over: axis 0 of W in x @ W), because the sparse "
-                          "tensor core skips multiplies inside one dot product.")
         elif (per_group != 2).any():
             result.lines.append(f"FAIL {label}: groups keeping Yours: {sorted(set(per_group.ravel().tolist()))} "
                                 "entries, Spec: exactly 2")
-            _hint(result, "every group of 4 must keep exactly 2 entries (2 largest |w|; zeros count as "
-                          "values when a group has fewer than 2 non-zeros).")
         else:
             result.lines.append(f"FAIL {label}: 2 per group, but not the same 2")
             result.lines += _differences(got, spec)
-            _hint(result, "keep the 2 largest |w| of each group; among equal magnitudes the lower index "
-                          "(np.argsort(-np.abs(groups), axis=-1, kind='stable')[..., :2]).")
+        _hint(result, nm_hint(w, axis, got, spec))
     return result.finish(report=report, what=f"2:4 mask on {len(cases)} cases")
 
 
@@ -174,8 +184,7 @@ def check_compress_24(yours, *, seed: int = 2, report=sys.stdout) -> CheckResult
             result.passed = False
             result.lines.append(f"FAIL {label}: shapes Yours: {got_v.shape}, {got_m.shape}  "
                                 f"Spec: {spec_v.shape}, {spec_m.shape}")
-            _hint(result, "values keep 2 of every 4 entries (K/2 columns); metadata has one 16-bit word per "
-                          "16 dense columns (four groups of two 2-bit indices).")
+            _hint(result, hint("lab04", "compress_shapes"))
             continue
         ok_v = np.array_equal(got_v.astype(np.float32), spec_v)
         ok_m = np.array_equal(got_m.astype(np.int64), spec_m.astype(np.int64))
@@ -186,14 +195,13 @@ def check_compress_24(yours, *, seed: int = 2, report=sys.stdout) -> CheckResult
         if not ok_v:
             result.lines.append(f"FAIL {label}: values differ")
             result.lines += _differences(got_v.astype(np.float32), spec_v)
-            _hint(result, "values: the two kept entries of each group, in the order of their positions.")
+            _hint(result, hint("lab04", "compress_values"))
         if not ok_m:
             bad = np.argwhere(got_m.astype(np.int64) != spec_m.astype(np.int64))[:SHOWN]
             result.lines.append(f"FAIL {label}: metadata differs")
             result.lines += [f"    word {tuple(int(i) for i in b)}:  Yours: {int(got_m[tuple(b)]):#06x}  "
                              f"Spec: {int(spec_m[tuple(b)]):#06x}" for b in bad]
-            _hint(result, "metadata: group g of a row is nibble g % 4 of word g // 4, counted from the low "
-                          "bits, and holds idx0 | idx1 << 2 with idx0 < idx1.")
+            _hint(result, hint("lab04", "compress_metadata"))
     return result.finish(report=report, what=f"2:4 compression on {len(cases)} cases")
 
 
@@ -231,7 +239,7 @@ def check_spmv(launch, *, sizes=SPMV_SIZES, report=sys.stdout) -> CheckResult:
     """``launch(indptr, indices, data, x, y)`` must write ``y = A x``; checked at row counts that are not
     multiples of any block, with empty rows, into NaN-poisoned outputs (:func:`scaledl.labs.check.check_kernel`)."""
     return check_kernel(launch, spmv_spec, spmv_inputs, sizes, tolerance=spmv_tolerance, name="CSR SpMV",
-                        report=report)
+                        fallback=hint("lab04", "spmv_rows"), report=report)
 
 
 # ------------------------------------------------------------------------------------------- networks
@@ -258,8 +266,7 @@ def check_pruned_network(model, data, dense_accuracy: float, *, min_sparsity: fl
                         f"dense {100 * dense_accuracy:.2f} %: {drop:+.2f} points lost (allowed: {max_drop_points})")
     result.passed = sparsity >= min_sparsity and drop <= max_drop_points + 1e-9
     if not result.passed:
-        _hint(result, "prune gradually (several rounds or Zhu and Gupta's cubic ramp), retrain with the mask "
-                      "fixed (model.set_masks), and make sure the masks were set before the last training.")
+        _hint(result, hint("lab04", "prune_gradually"))
     return result.finish(report=report, what="pruned network")
 
 
@@ -287,6 +294,7 @@ def check_nm_network(model, data, dense_accuracy: float, *, max_drop_points: flo
                         f"{100 * dense_accuracy:.2f} %: {drop:+.2f} points lost (allowed: {max_drop_points})")
     result.passed = ok and good
     if not ok:
-        _hint(result, "a group holds more than 2 non-zeros: the mask was built along the wrong axis, or not "
-                      "set on the model (model.set_masks) before retraining.")
+        _hint(result, hint("lab04", "nm_network_groups"))
+    if not good:
+        _hint(result, hint("lab04", "nm_network_retrain"))
     return result.finish(report=report, what="2:4 network")

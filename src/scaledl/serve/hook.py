@@ -153,6 +153,31 @@ CASES = (
 )
 
 
+def policy_hint(waiting: int, busy: bool, max_batch: int, got, want: int) -> str:
+    """The classic Batch Dispatch bug that one wrong answer ``got`` (the spec says ``want``) to
+    ``(waiting, busy, max_batch)`` shows: dispatching while busy, a cap exceeded or one short of it, or a partial
+    batch held back ("" for another mistake). The grader's judge names the first wrong answer of its table with
+    it, in the words :func:`check_batch_policy` uses for the same bug in a simulation
+    (:mod:`scaledl.labs.hints`).
+
+    >>> policy_hint(3, True, 5, 3, 0)[:23]
+    'dispatching while busy:'
+    """
+    from scaledl.labs.hints import hint
+
+    if not isinstance(got, int) or isinstance(got, bool) or got == want:
+        return ""
+    if busy and got > 0:
+        return hint("lab07", "busy")
+    if got > max_batch:
+        return hint("lab07", "cap")
+    if want == max_batch and got == max_batch - 1:
+        return hint("lab07", "cap_short")
+    if not busy and waiting > 0 and got == 0:
+        return hint("lab07", "partial")
+    return ""
+
+
 def check_batch_policy(next_batch, *, n_requests: int = 20_000, seed: int = 0, report=sys.stdout):
     """Run ``next_batch`` and :func:`batch_dispatch_spec` on the same arrivals at several loads and compare
     their batches one by one; name the classic bug behind a mismatch.
@@ -160,6 +185,7 @@ def check_batch_policy(next_batch, *, n_requests: int = 20_000, seed: int = 0, r
     Returns a :class:`scaledl.labs.check.CheckResult` (``.passed``, ``.raise_if_failed()``).
     """
     from scaledl.labs.check import CheckResult
+    from scaledl.labs.hints import hint
     from scaledl.serve.service import linear
 
     name = getattr(next_batch, "__name__", "your policy")
@@ -178,14 +204,13 @@ def check_batch_policy(next_batch, *, n_requests: int = 20_000, seed: int = 0, r
         problems = []
         if got.overlapping:
             problems.append(f"{got.overlapping} batches started while another was running")
-            hints.append("dispatching while busy: return 0 when busy is True (one server runs one batch)")
+            hints.append(hint("lab07", "busy"))
         if got.batch_size.size and got.batch_size.max() > case.max_batch:
             problems.append(f"a batch of {got.batch_size.max()} > max_batch={case.max_batch}")
-            hints.append("off-by-one cap: a batch may hold max_batch requests, never more")
+            hints.append(hint("lab07", "cap"))
         if got.unserved:
             problems.append(f"{got.unserved} requests never served")
-            hints.append("never dispatching a partial batch: when the server is free, send what is waiting, "
-                         "even one request; waiting for a full batch can stall forever")
+            hints.append(hint("lab07", "partial"))
         m = min(got.batch_size.size, want.batch_size.size)
         diff = np.flatnonzero(got.batch_size[:m] != want.batch_size[:m])
         first = int(diff[0]) if diff.size else (m if got.batch_size.size != want.batch_size.size else None)
@@ -198,7 +223,7 @@ def check_batch_policy(next_batch, *, n_requests: int = 20_000, seed: int = 0, r
                             f"({waiting} waiting, server free)")
             if got.batch_size.size and got.batch_size.max() == case.max_batch - 1 and \
                     want.batch_size.max() == case.max_batch:
-                hints.append("off-by-one cap: batches stop at max_batch - 1 (a < where <= was meant?)")
+                hints.append(hint("lab07", "cap_short"))
         if problems:
             result.passed = False
             result.lines.append(f"FAIL {case.label}: " + "; ".join(problems))

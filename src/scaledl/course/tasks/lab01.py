@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.course.tasks import Task, array, student
+from scaledl.labs.hints import hint, with_hints
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
@@ -60,32 +61,38 @@ def produce_runs(launch, shape, key: str) -> dict:
         return {f"{key}_error": f"IndexError: {err}"[:300]}
 
 
-def _mismatch(title: str, got, want, bad, problem: str, hint: str = "") -> None:
-    """Raise AssertionError naming how many outputs ``bad`` marks, the first three (Yours beside Spec) and
-    ``hint``; return when none is marked."""
+def _mismatch(title: str, got, want, bad, problem: str, hints=()) -> None:
+    """Raise AssertionError naming how many outputs ``bad`` marks, the first two (Yours beside Spec; the feedback
+    page shows 500 characters of a message, and the hint must fit) and ``hints`` (texts of
+    :mod:`scaledl.labs.hints`); return when none is marked."""
     idx = np.flatnonzero(bad)
     if idx.size == 0:
         return
     shown = "; ".join(f"at {tuple(int(v) for v in np.unravel_index(i, want.shape))}: Yours {got.flat[i]:.9g}, "
-                      f"Spec {want.flat[i]:.9g}" for i in idx[:3])
-    hint = f" ({hint})" if hint else ""
-    raise AssertionError(f"{title}: {idx.size} of {want.size} outputs {problem}; {shown}{hint}")
+                      f"Spec {want.flat[i]:.9g}" for i in idx[:2])
+    raise AssertionError(with_hints(f"{title}: {idx.size} of {want.size} outputs {problem}; {shown}", hints))
 
 
-def judge_kernel_runs(outputs: dict, key: str, want: np.ndarray, tol, *, title: str, bound=None) -> None:
+def judge_kernel_runs(outputs: dict, key: str, want: np.ndarray, tol, *, title: str, bound=None,
+                      grid_stride: bool = False) -> None:
     """Judge the buffers :func:`produce_runs` handed back under ``key`` against ``want`` (float64).
 
     ``tol`` is the allowed absolute error (scalar or per element); ``bound`` (optional) the largest |value|
-    any output built from the inputs can have, so that larger ones are named reads of memory nobody wrote.
+    any output built from the inputs can have, so that larger ones are named reads of memory nobody wrote;
+    ``grid_stride`` (the earlier sizes passed) names a clean never-written tail as a missing grid-stride loop.
+    The hints are :mod:`scaledl.labs.hints`' "kernel" ones, which :func:`scaledl.labs.check.check_kernel` prints
+    in the notebook for the same symptoms.
 
     Raises:
         AssertionError: naming ``title``, the first differing indices (Yours beside Spec) and the likely bug.
     """
+    from scaledl.labs.check import unwritten_tail
+
     if f"{key}_error" in outputs:
         msg = outputs[f"{key}_error"]
         msg = msg if isinstance(msg, str) else repr(msg)
-        raise AssertionError(f"{title}: the kernel indexed outside an array ({msg:.200}): a thread whose "
-                             f"element is past the end must do nothing (a bounds guard)")
+        raise AssertionError(with_hints(f"{title}: the kernel indexed outside an array ({msg:.200})",
+                                        [hint("kernel", "out_of_bounds")]))
     n = want.size
     runs = []
     for r in range(RUNS):
@@ -93,25 +100,30 @@ def judge_kernel_runs(outputs: dict, key: str, want: np.ndarray, tol, *, title: 
             raise AssertionError(f"{title}: {key}_{r} is not an array")
         runs.append(array(outputs, f"{key}_{r}", shape=(n + GUARD_ELEMENTS,), dtype="f", title=title))
     if any(not np.isnan(r[n:]).all() for r in runs):
-        raise AssertionError(f"{title}: the kernel wrote past the end of the output (a thread outside it "
-                             f"stored a value): add the bounds guard before the store")
+        raise AssertionError(with_hints(f"{title}: the kernel wrote past the end of the output",
+                                        [hint("kernel", "past_end")]))
     got = runs[0][:n].astype(np.float64).reshape(want.shape)
+    start = unwritten_tail(got) if grid_stride and want.ndim == 1 else None
+    if start is not None:
+        raise AssertionError(with_hints(f"{title}: elements from index {start} on were never written, while the "
+                                        f"smaller sizes passed", [hint("kernel", "grid_stride")]))
     _mismatch(title, got, want, np.isnan(got), "were never written (still the NaN poured in before the launch)",
-              "the grid or the loop does not cover every element, or the bounds guard is too strict")
+              [hint("kernel", "never_written")])
     if any(not np.array_equal(r[:n], runs[0][:n], equal_nan=True) for r in runs[1:]):
-        raise AssertionError(f"{title}: two identical runs gave different results: threads race (a missing "
-                             f"cuda.syncthreads() after loading a tile or after using it)")
+        raise AssertionError(with_hints(f"{title}: two identical runs gave different results",
+                                        [hint("kernel", "race")]))
     if bound is not None:
         _mismatch(title, got, want, ~(np.abs(got) <= bound + tol), "are values the inputs cannot produce",
-                  "memory nobody wrote was read: a tile used before cuda.syncthreads(), or an accumulator "
-                  "never set to 0")
+                  [hint("kernel", "impossible")])
     with np.errstate(invalid="ignore", over="ignore"):
         bad = ~(np.abs(got - want) <= tol)
-    _mismatch(title, got, want, bad, "differ")
+    _mismatch(title, got, want, bad, "differ", [hint("kernel", "compare")])
 
 
-def judge_numbers(outputs: dict, key: str, cases, want, *, title: str, name: str, rtol: float = 1e-12) -> None:
-    """Judge a list of numbers (one per case) against ``want``, allowing only float rounding (``rtol``)."""
+def judge_numbers(outputs: dict, key: str, cases, want, *, title: str, name: str, rtol: float = 1e-12,
+                  hints=()) -> None:
+    """Judge a list of numbers (one per case) against ``want``, allowing only float rounding (``rtol``); a
+    wrong one is reported with ``hints`` (what the notebook's ``check_values`` prints)."""
     if key not in outputs:
         raise AssertionError(f"{title}: no result {key!r} came back (did the function raise?)")
     got = outputs[key]
@@ -128,7 +140,8 @@ def judge_numbers(outputs: dict, key: str, cases, want, *, title: str, name: str
         if not ok:
             wrong.append(f"{name}{tuple(case)}: Yours {g!r:.40}, Spec {float(w):.12g}")
     if wrong:
-        raise AssertionError(f"{title}: {len(wrong)} of {len(cases)} cases differ; " + "; ".join(wrong[:3]))
+        raise AssertionError(with_hints(f"{title}: {len(wrong)} of {len(cases)} cases differ; " + "; ".join(wrong[:3]),
+                                        hints))
 
 
 # --- Task 1.1: copy with a grid-stride loop ----------------------------------------------------------------------
@@ -155,37 +168,12 @@ def _copy_produce(ns, inp):
     return out
 
 
-def unwritten_tail(outputs: dict, key: str, n: int) -> int | None:
-    """Where the never-written tail of run 0's output begins, when the kernel wrote a prefix ``[0, start)``
-    and nothing from ``start`` to ``n``: the footprint of one element per thread on a grid smaller than the
-    array. None for any other pattern (or junk)."""
-    buf = outputs.get(f"{key}_0")
-    if not isinstance(buf, np.ndarray) or buf.dtype.kind != "f" or buf.ndim != 1 or buf.size < n:
-        return None
-    written = ~np.isnan(buf[:n])
-    start = int(np.argmin(written)) if not written.all() else n
-    if 0 < start < n and not written[start:].any():
-        return start
-    return None
-
-
 def _copy_judge(inp, out):
     for i in range(inp["cases"]):
         src = inp[f"src{i}"]
-        title = f"Task 1.1 (copy at size {src.size})"
-        try:
-            judge_kernel_runs(out, f"dst{i}", src.astype(np.float64), 0.0, title=title)
-        except AssertionError as err:
-            # Right at the smaller sizes, a clean unwritten tail here: the grid ran out of threads.
-            start = unwritten_tail(out, f"dst{i}", src.size) if i > 0 and "never written" in str(err) else None
-            if start is None:
-                raise
-            raise AssertionError(
-                f"{title}: elements from index {start} on were never written, while the smaller sizes passed: "
-                f"the kernel writes one element per thread, and this grid has fewer threads than the array has "
-                f"elements. A grid smaller than the array needs a grid-stride loop: start at cuda.grid(1) and "
-                f"step by cuda.gridsize(1) while the index is inside the array (see Task 1.1's text and the "
-                f"lab's Hints)") from None
+        # right at the smaller sizes, a clean unwritten tail here: the grid ran out of threads
+        judge_kernel_runs(out, f"dst{i}", src.astype(np.float64), 0.0, title=f"Task 1.1 (copy at size {src.size})",
+                          grid_stride=i > 0)
 
 
 # --- Task 1.2: triad ----------------------------------------------------------------------------------------------
@@ -284,7 +272,8 @@ def _intensity_judge(inp, out):
     for v in VARIANTS:
         want = [gemm_traffic(M, N, K, v, **({"tile": tile} if v == "tiled" else {})).arithmetic_intensity_flop_per_byte
                 for M, N, K, tile in inp["cases"]]
-        judge_numbers(out, v, inp["cases"], want, title=f"Task 1.4 ({v})", name=f"gemm_intensity[{v}]")
+        judge_numbers(out, v, inp["cases"], want, title=f"Task 1.4 ({v})", name=f"gemm_intensity[{v}]",
+                      hints=[hint("lab01", "gemm_intensity")])
 
 
 TASKS = (

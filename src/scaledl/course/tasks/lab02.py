@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.course.tasks import Task, student
+from scaledl.labs.hints import hint
 from scaledl.course.tasks.lab01 import (KERNEL_MODULES, MODEL_MODULES, device_inputs, judge_kernel_runs,
                                         judge_numbers, plain_number, produce_runs)
 
@@ -86,7 +87,8 @@ def _loads_judge(inp, out):
     from scaledl.kernels import gemm_traffic
 
     want = [gemm_traffic(M, N, K, "tiled", tile=tile).loads for M, N, K, tile in inp["cases"]]
-    judge_numbers(out, "loads", inp["cases"], want, title="Task 2.1b", name="tiled_loads")
+    judge_numbers(out, "loads", inp["cases"], want, title="Task 2.1b", name="tiled_loads",
+                  hints=[hint("lab02", "tiled_loads")])
 
 
 # --- Task 2.2: register blocking ----------------------------------------------------------------------------------

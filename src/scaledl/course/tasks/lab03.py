@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.course.tasks import Task, array, first_mismatch, student
+from scaledl.labs.e4m3_checks import rounding_hints, saturation_hint  # the notebook's check names the same bugs
+from scaledl.labs.hints import with_hints
 
 E4M3_MAX = 448.0  # largest finite float8_e4m3fn magnitude (ml_dtypes)
 E4M3_MIN_NORMAL = 2.0**-6      # smallest normal: exponent field 1, bias 7
@@ -28,84 +30,6 @@ def _e4m3_produce(ns, inp):
     return {"got": np.asarray(f(inp["x"]), np.float32), "sat": np.asarray(f(inp["sat"]), np.float32)}
 
 
-def _e4m3_grid() -> np.ndarray:
-    """Every finite E4M3 magnitude, ascending, as float64."""
-    import ml_dtypes
-
-    grid = np.unique(np.abs(np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)))
-    return grid[np.isfinite(grid)]
-
-
-def rounding_hints(x, got, want) -> list[str]:
-    """The classic E4M3 rounding bugs that explain the wrong outputs ``got[i] != want[i]``, as hint sentences.
-
-    Each is named only when it accounts for every wrong output of its kind: subnormals flushed to zero or
-    clamped to the smallest normal, subnormals kept with more precision than the format has, ties rounded away
-    from zero (or toward it) instead of to the even neighbour, and truncation. None for the right answer.
-    """
-    x = np.asarray(x, np.float64)
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    with np.errstate(invalid="ignore"):
-        bad = ~((got == want) & (np.signbit(got) == np.signbit(want)))
-    if not bad.any():
-        return []
-    a = np.abs(x)
-    grid = _e4m3_grid()
-    hi_i = np.clip(np.searchsorted(grid, a, side="left"), 0, grid.size - 1)
-    lo_i = np.clip(np.searchsorted(grid, a, side="right") - 1, 0, grid.size - 1)
-    lo, hi = grid[lo_i], grid[hi_i]                        # the neighbours of |x| on the grid
-    toward, away = np.copysign(lo, x), np.copysign(hi, x)
-    tie = (hi > lo) & (a - lo == hi - a)
-    sub = (a > 0) & (a < E4M3_MIN_NORMAL)
-    hints = []
-
-    b_sub = bad & sub
-    if b_sub.any():
-        g = got[b_sub]
-        if np.all(g == 0):
-            hints.append(f"values below the smallest normal {E4M3_MIN_NORMAL} (2^-6) were flushed to zero: "
-                         f"E4M3 has subnormals, multiples of 2^-9 down to {E4M3_MIN_SUBNORMAL}; clamp the "
-                         f"exponent at -6 so the spacing stays 2^-9 below 2^-6 instead of dropping them")
-        elif np.all(np.abs(g) == E4M3_MIN_NORMAL):
-            hints.append(f"values below the smallest normal {E4M3_MIN_NORMAL} (2^-6) were clamped to it: "
-                         f"E4M3 has subnormals, multiples of 2^-9 below 2^-6; round them on that grid")
-        elif (np.all(np.abs(g - x[b_sub]) < E4M3_MIN_SUBNORMAL / 2)  # nearer x than the format can be
-              and np.any(g / E4M3_MIN_SUBNORMAL != np.rint(g / E4M3_MIN_SUBNORMAL))):
-            hints.append(f"subnormals came back with more precision than E4M3 has: below 2^-6 the spacing stays "
-                         f"2^-9 ({E4M3_MIN_SUBNORMAL}); clamp the exponent at -6 before computing the spacing")
-    b_norm = bad & ~sub
-    b_tie, b_other = b_norm & tie, b_norm & ~tie
-    truncated = b_other.any() and np.all(got[b_other] == toward[b_other])
-    if truncated:
-        hints.append("values were truncated toward zero instead of rounded to the nearest E4M3 value")
-    elif b_tie.any() and np.all(got[b_tie] == away[b_tie]):
-        hints.append("ties (values exactly halfway between two E4M3 values) were rounded away from zero, "
-                     "as floor(v + 0.5) does: E4M3 rounds half to even, to the neighbour whose last mantissa "
-                     "bit is 0 (np.rint does this)")
-    elif b_tie.any() and np.all(got[b_tie] == toward[b_tie]):
-        hints.append("ties (values exactly halfway between two E4M3 values) were rounded toward zero: E4M3 "
-                     "rounds half to even, to the neighbour whose last mantissa bit is 0 (np.rint does this)")
-    return hints
-
-
-def saturation_hint(sat) -> str:
-    """Why ``sat``, the results for 500, -1e6 and inf, are not +-448, when a classic reason explains it."""
-    sat = np.asarray(sat, np.float64)
-    rule = ("E4M3 (float8_e4m3fn) has no infinity, and this lab's rule saturates anything beyond the largest "
-            "finite value to +-448, keeping the sign")
-    with np.errstate(invalid="ignore"):
-        beyond = np.isfinite(sat) & (np.abs(sat) > E4M3_MAX)
-    if np.any(beyond):
-        return f"out-of-range values came back beyond 448 (rounded on, but not saturated); {rule}"
-    if np.any(np.isinf(sat)):
-        return f"out-of-range values overflowed to inf; {rule}"
-    if np.any(np.isnan(sat)):
-        return f"out-of-range values became NaN (what a plain cast to float8_e4m3fn gives); {rule}"
-    if np.all(np.abs(sat) == E4M3_MAX) and np.any(np.signbit(sat) != np.array([False, True, False])):
-        return "the sign was lost: saturate to -448 for negative values"
-    return ""
-
-
 def _e4m3_judge(inp, out):
     import ml_dtypes
 
@@ -118,15 +42,11 @@ def _e4m3_judge(inp, out):
     try:
         first_mismatch(got, want, got.view(np.uint32) != want.view(np.uint32), title=t, inputs=x)
     except AssertionError as err:
-        hints = rounding_hints(x, got, want)
-        if not hints:
-            raise
-        raise AssertionError(f"{err}. Hint: " + "; ".join(hints) + ".") from None
+        raise AssertionError(with_hints(str(err), rounding_hints(x, got, want))) from None
     spec = np.array([E4M3_MAX, -E4M3_MAX, E4M3_MAX], np.float32)
     if not np.array_equal(sat, spec):
-        hint = saturation_hint(sat)
-        raise AssertionError(f"{t}: saturation of 500, -1e6, inf: Yours {sat.tolist()}, Spec {spec.tolist()}"
-                             + (f". Hint: {hint}." if hint else ""))
+        raise AssertionError(with_hints(f"{t}: saturation of 500, -1e6, inf: Yours {sat.tolist()}, Spec "
+                                        f"{spec.tolist()}", [saturation_hint(inp["sat"], sat)]))
 
 
 # --- Task 1.2: E4M3 codes, graded on its own (the library's rounding stands in for the student's 1.1) --------

@@ -2,6 +2,8 @@
 
 The specs are the library's (:mod:`scaledl.sparsity`) and :mod:`scaledl.labs.sparse_checks`'s (the SpMV
 spec and its tolerance), called here in the grader's process; the student's kernel only runs their functions.
+The hints name the same bugs as the notebook's checks, decided by the same functions
+(:func:`scaledl.labs.sparse_checks.prune_hint`, ``nm_hint``) in the words of :mod:`scaledl.labs.hints`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import functools
 import numpy as np
 
 from scaledl.course.tasks import Task, array, first_mismatch, student
+from scaledl.labs.hints import hint, with_hints
 
 SPARSITY = "scaledl.sparsity"
 
@@ -25,13 +28,13 @@ def _plain(a, fmt=None):
     return np.array(flat, dtype=object).reshape(np.shape(a))
 
 
-def _mismatch(got, want, *, title, what, hint, bad=None, fmt=None):
-    """first_mismatch (of ``bad``, default ``got != want``), with the classic bug it points to appended."""
+def _mismatch(got, want, *, title, what, hints, bad=None, fmt=None):
+    """first_mismatch (of ``bad``, default ``got != want``), with the classic bugs it points to appended."""
     bad = got != want if bad is None else bad
     try:
         first_mismatch(_plain(got, fmt), _plain(want, fmt), bad, title=title, what=what)
     except AssertionError as err:
-        raise AssertionError(f"{err}. {hint}") from None
+        raise AssertionError(with_hints(str(err), hints)) from None
 
 
 def _mask(out, key, shape, title) -> np.ndarray:
@@ -94,6 +97,7 @@ def _prune_produce(ns, inp):
 
 
 def _prune_judge(inp, out):
+    from scaledl.labs.sparse_checks import prune_hint
     from scaledl.sparsity import magnitude_mask
 
     t = "Task 1.1"
@@ -103,15 +107,11 @@ def _prune_judge(inp, out):
         title = f"{t}: {label} ({w.shape[0]} x {w.shape[1]}, sparsity {s:.6g})"
         got = _mask(out, f"mask{i}", w.shape, title)
         have, want = int(got.sum()), int(spec.sum())
-        ties = np.unique(np.abs(w)).size < w.size
+        why = [prune_hint(w, got, spec)]
         if have != want:
-            why = ("a threshold (|w| >= t) keeps every weight tied at it: rank and keep exactly k" if ties else
-                   "prune exactly round(s n) weights (Python's round, half to even), not int(s n) or ceil")
-            raise AssertionError(f"{title}: kept Yours {have}, Spec {want} (= {w.size} - round({s} x {w.size})); "
-                                 f"{why}")
-        _mismatch(got, spec, title=title, what="mask entries",
-                  hint="Among equal |w| keep the lower flat index (a stable argsort of -|w|)" if ties else
-                  "Rank by |w|, not by the signed value")
+            raise AssertionError(with_hints(f"{title}: kept Yours {have}, Spec {want} (= {w.size} - round({s} x "
+                                            f"{w.size}))", why))
+        _mismatch(got, spec, title=title, what="mask entries", hints=why)
 
 
 # -------------------------------------------------------------------------------- Task 1.2: 2:4 mask
@@ -139,6 +139,7 @@ def _nm_produce(ns, inp):
 
 
 def _nm_judge(inp, out):
+    from scaledl.labs.sparse_checks import nm_hint
     from scaledl.sparsity import nm_mask
 
     t = "Task 1.2"
@@ -149,15 +150,15 @@ def _nm_judge(inp, out):
         got = _mask(out, f"mask{i}", w.shape, title)
         if np.array_equal(got, spec):
             continue
+        why = [nm_hint(w, axis, got, spec)]
         if np.array_equal(got, nm_mask(w, 2, 4, axis=1 - axis)):
-            raise AssertionError(f"{title}: Yours is the 2:4 mask along axis {1 - axis}, Spec along axis {axis}; "
-                                 "the groups run along the axis you are given (a layer's reduction axis)")
+            raise AssertionError(with_hints(f"{title}: Yours is the 2:4 mask along axis {1 - axis}, Spec along "
+                                            f"axis {axis}", why))
         per_group = np.moveaxis(got, axis, -1).reshape(-1, 4).sum(axis=-1)
         if (per_group != 2).any():
-            raise AssertionError(f"{title}: groups of 4 keep Yours {sorted(set(per_group.tolist()))} entries, "
-                                 "Spec exactly 2 (zeros count as values in an under-full group)")
-        _mismatch(got, spec, title=title, what="mask entries",
-                  hint="Keep the 2 largest |w| of each group, among equal ones the lower index")
+            raise AssertionError(with_hints(f"{title}: groups of 4 keep Yours {sorted(set(per_group.tolist()))} "
+                                            "entries, Spec exactly 2", why))
+        _mismatch(got, spec, title=title, what="mask entries", hints=why)
 
 
 # ----------------------------------------------------------------------- Task 1.3: 2:4 compression
@@ -194,13 +195,17 @@ def _compress_judge(inp, out):
         w, label = inp[f"w{i}"], inp["label"][i]
         spec_v, spec_m = compress_nm(w, axis=1)
         title = f"{t}: {label} ({w.shape[0]} x {w.shape[1]})"
+        shapes = [np.shape(out.get(f"values{i}")), np.shape(out.get(f"metadata{i}"))]
+        if f"values{i}" in out and f"metadata{i}" in out and shapes != [spec_v.shape, spec_m.shape]:
+            raise AssertionError(with_hints(f"{title}: shapes Yours {shapes[0]}, {shapes[1]}; Spec {spec_v.shape}, "
+                                            f"{spec_m.shape}", [hint("lab04", "compress_shapes")]))
         got_v = array(out, f"values{i}", shape=spec_v.shape, dtype="f", title=title).astype(np.float64)
         got_m = array(out, f"metadata{i}", shape=spec_m.shape, dtype="iuf", title=title).astype(np.float64)
         _mismatch(got_v, spec_v.astype(np.float64), title=title, what="values",
-                  hint="Values are the two kept entries of each group, in position order")
+                  hints=[hint("lab04", "compress_values")])
         _mismatch(got_m, spec_m.astype(np.float64), title=title, what="metadata words",
                   fmt=lambda v: f"{int(v):#06x}" if np.isfinite(v) and 0 <= v < 2 ** 64 else v,
-                  hint="Group g is nibble g % 4 of word g // 4 from the low bits, holding idx0 | idx1 << 2")
+                  hints=[hint("lab04", "compress_metadata")])
 
 
 # ----------------------------------------------------------------------------- Task 2.1: CSR SpMV
@@ -255,25 +260,25 @@ def _spmv_judge(inp, out):
         args = tuple(inp[f"{name}{i}"] for name in ("indptr", "indices", "data", "x"))
         rows, title = args[0].size - 1, f"{t}: {inp['label'][i]}"
         if f"error{i}" in out:
-            raise AssertionError(f"{title}: the kernel indexed outside an array ({str(out[f'error{i}'])[:200]}); "
-                                 "a thread past the last row must do nothing (if row < y.shape[0])")
+            raise AssertionError(with_hints(f"{title}: the kernel indexed outside an array "
+                                            f"({str(out[f'error{i}'])[:200]})", [hint("kernel", "out_of_bounds")]))
         runs = array(out, f"y{i}", shape=(2, rows + GUARD), dtype="f", title=title).astype(np.float64)
         if not np.isnan(runs[:, rows:]).all():
-            raise AssertionError(f"{title}: the kernel wrote past the end of y; guard the store with the row bound")
+            raise AssertionError(with_hints(f"{title}: the kernel wrote past the end of y",
+                                            [hint("kernel", "past_end")]))
         want = spmv_spec(*args)
         got = runs[0, :rows]
         with np.errstate(invalid="ignore", over="ignore"):
             bad = ~np.isfinite(got) | (np.abs(got - want) > spmv_tolerance(args, want))
         never = np.isnan(got) & bad
-        _mismatch(got, want, bad=bad, title=title, what="rows of y", hint=(
-            "A NaN is a row never written: the grid must cover every row ((M + T - 1) // T blocks)" if never.any()
-            else "Row r sums data[j] * x[indices[j]] for j from indptr[r] to indptr[r + 1] - 1; an empty row is 0"))
+        _mismatch(got, want, bad=bad, title=title, what="rows of y",
+                  hints=[hint("kernel", "never_written") if never.any() else hint("lab04", "spmv_rows")])
         differ = np.flatnonzero(~((runs[0, :rows] == runs[1, :rows]) | np.isnan(runs[:, :rows]).all(axis=0)))
         if differ.size:
             r = int(differ[0])
-            raise AssertionError(f"{title}: two runs on the same data differ in {differ.size} rows: at row {r}: "
-                                 f"Yours {float(runs[0, r])!r} then {float(runs[1, r])!r}, Spec the same value "
-                                 "twice (threads race)")
+            raise AssertionError(with_hints(f"{title}: two runs on the same data differ in {differ.size} rows: at "
+                                            f"row {r}: Yours {float(runs[0, r])!r} then {float(runs[1, r])!r}, Spec "
+                                            "the same value twice", [hint("kernel", "race")]))
 
 
 # ------------------------------------------------------------------- Tasks 3.1 and 3.2: the networks
@@ -337,14 +342,14 @@ def _network(out, title):
     return model, got
 
 
-def _check_accuracy(model, title):
+def _check_accuracy(model, title, hint_key: str):
     data, dense = dense_baseline()
     acc = _accuracy(model, data)
     drop = 100 * (dense - acc)
     if drop > MAX_DROP_POINTS + 1e-9:
-        raise AssertionError(f"{title}: test accuracy Yours {100 * acc:.2f} % ({drop:.2f} points lost), Spec "
-                             f"within {MAX_DROP_POINTS} points of the dense {100 * dense:.2f} %; retrain with "
-                             "the masks set (model.set_masks) after pruning")
+        raise AssertionError(with_hints(f"{title}: test accuracy Yours {100 * acc:.2f} % ({drop:.2f} points lost), "
+                                        f"Spec within {MAX_DROP_POINTS} points of the dense {100 * dense:.2f} %",
+                                        [hint_key]))
 
 
 def _pruned_judge(inp, out):
@@ -353,9 +358,10 @@ def _pruned_judge(inp, out):
     n = sum(got[w].size for w in WEIGHTS)
     sparsity = sum(int(np.count_nonzero(got[w] == 0)) for w in WEIGHTS) / n
     if sparsity < MIN_SPARSITY:
-        raise AssertionError(f"{t}: zeros in {', '.join(WEIGHTS)}: Yours {100 * sparsity:.2f} % of {n:,} weights, "
-                             f"Spec at least {100 * MIN_SPARSITY:.0f} %")
-    _check_accuracy(model, t)
+        raise AssertionError(with_hints(f"{t}: zeros in {', '.join(WEIGHTS)}: Yours {100 * sparsity:.2f} % of {n:,} "
+                                        f"weights, Spec at least {100 * MIN_SPARSITY:.0f} %",
+                                        [hint("lab04", "prune_gradually")]))
+    _check_accuracy(model, t, hint("lab04", "prune_gradually"))
 
 
 def _nm_network_judge(inp, out):
@@ -365,9 +371,10 @@ def _nm_network_judge(inp, out):
         w = got[name]
         worst = int((w.reshape(w.shape[0] // 4, 4, w.shape[1]) != 0).sum(axis=1).max())
         if worst > 2:
-            raise AssertionError(f"{t}: {name} {w.shape}: non-zeros in a group of 4 along axis 0 (the reduction "
-                                 f"axis): Yours up to {worst}, Spec at most 2")
-    _check_accuracy(model, t)
+            raise AssertionError(with_hints(f"{t}: {name} {w.shape}: non-zeros in a group of 4 along axis 0 (the "
+                                            f"reduction axis): Yours up to {worst}, Spec at most 2",
+                                            [hint("lab04", "nm_network_groups")]))
+    _check_accuracy(model, t, hint("lab04", "nm_network_retrain"))
 
 
 TASKS = (

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.course.tasks import Task, array, student
+from scaledl.labs.hints import hint, with_hints
 
 # --- Task 1.1: the ring as a schedule -------------------------------------------------------------------------
 
@@ -93,8 +94,10 @@ def _schedule_judge(inp, out):
                                     lengths=tuple(int(n) for n in inp["lengths"]), seed=int(inp["seed"]), report=None)
     except Exception as err:  # a schedule valid in form that the simulator cannot play: the task fails, not us
         raise AssertionError(f"{t}: ring_schedule's rounds cannot be played or simulated: {err!r:.300}") from None
-    if not res.passed:
-        raise AssertionError(f"{t}: ring_schedule\n{res}")
+    if not res.passed:  # the check's first failure, its first lines of Yours beside Spec, and its hints
+        first = next(i for i, line in enumerate(res.lines) if line.startswith("FAIL"))
+        shown = [res.lines[first]] + [line.strip() for line in res.lines[first + 1:first + 3] if line.startswith(" ")]
+        raise AssertionError(with_hints(f"{t}: ring_schedule: " + "; ".join(shown), res.hints))
 
 
 # --- Task 2.1: the ring over MPI --------------------------------------------------------------------------------
@@ -151,12 +154,8 @@ def _mpi_judge(inp, out):
     status = out.get("status")
     log = out.get("log") if isinstance(out.get("log"), str) else ""
     if status == "timeout":
-        raise AssertionError(
-            f"{t}: timed out (deadlock?): no result within {_limits(inp)} at {inp['ranks']} ranks, "
-            f"lengths {inp['lengths']}. Every rank is blocked in a send that waits for its neighbour's receive, and "
-            "the neighbour is itself sending: MPICH buffers small messages (so the bug hides at small sizes) but not "
-            "large ones. Use comm.Sendrecv(sendbuf, dest=right, recvbuf=..., source=left), or post comm.Irecv "
-            "before comm.Send.")
+        raise AssertionError(with_hints(f"{t}: timed out (deadlock?): no result within {_limits(inp)} at "
+                                        f"{inp['ranks']} ranks, lengths {inp['lengths']}", [hint("lab05", "deadlock")]))
     if status != "ok":
         raise AssertionError(f"{t}: the ranks did not finish cleanly (status {status!r:.40}); their output ends:\n"
                              f"{log[-1500:]}")
@@ -170,10 +169,8 @@ def _mpi_judge(inp, out):
             bad = np.flatnonzero(~(got == want))
             if bad.size:
                 show = "; ".join(f"element {j}: Yours {got[j]!r}, Spec {want[j]!r}" for j in bad[:3])
-                raise AssertionError(
-                    f"{t}: at {p} ranks, length {n}, rank {r}: {bad.size} of {n} elements differ from the sum; {show}. "
-                    "Check the block bounds (every element in one block, also when the length is not a multiple "
-                    "of p) and that the first p - 1 steps add what arrives and the last p - 1 overwrite.")
+                raise AssertionError(with_hints(f"{t}: at {p} ranks, length {n}, rank {r}: {bad.size} of {n} elements "
+                                                f"differ from the sum; {show}", [hint("lab05", "mpi_values")]))
 
 
 # --- Task 3.1-3.2: ring cost and ring order on a real topology ------------------------------------------------
@@ -216,10 +213,8 @@ def _order_judge(inp, out):
         order = [int(r) for r in order]
         spec = T.ring_seconds_per_byte(topo, order)
         if not np.isclose(yours, spec, rtol=1e-12, atol=0):  # same routes, same arithmetic: only rounding differs
-            raise AssertionError(
-                f"Task 3.1: ring_cost on {label}, order {order}: Yours {yours:.6g} s/B, Spec {spec:.6g} s/B. Route "
-                "each ring edge by nx.shortest_path(topology, a, b, weight='latency_s'), count the edges on each "
-                "link, and return the largest count / bandwidth_Bps.")
+            raise AssertionError(with_hints(f"Task 3.1: ring_cost on {label}, order {order}: Yours {yours:.6g} s/B, "
+                                            f"Spec {spec:.6g} s/B", [hint("lab05", "ring_cost")]))
     p = topo.graph["ranks"]
     order = array(out, "best", shape=(p,), dtype="iu", title="Task 3.2")
     if sorted(order.tolist()) != list(range(p)):
@@ -228,9 +223,9 @@ def _order_judge(inp, out):
     best = T.ring_seconds_per_byte(topo, T.ring_order(topo, exhaustive_up_to=max(8, p)))  # every order
     yours = T.ring_seconds_per_byte(topo, order.tolist())
     if yours > best * (1 + 1e-12):
-        raise AssertionError(f"Task 3.2: best_ring_order on {label}: Yours {order.tolist()} costs {yours:.4g} s/B, "
-                             f"Spec (the best order) {best:.4g} s/B. Try every order that starts with rank 0 and "
-                             "keep the one with the smallest ring_cost.")
+        raise AssertionError(with_hints(f"Task 3.2: best_ring_order on {label}: Yours {order.tolist()} costs "
+                                        f"{yours:.4g} s/B, Spec (the best order) {best:.4g} s/B",
+                                        [hint("lab05", "ring_order")]))
 
 
 TASKS = (

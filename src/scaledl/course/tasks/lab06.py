@@ -4,7 +4,8 @@ Tasks 1.2, 2.1 and 2.2 are graded on their own: ``produce`` runs the student's c
 reference top-k (:func:`scaledl.labs.dgc_checks.spec_top_k`) in place of theirs, so a wrong Task 1.1 costs
 only Task 1.1. Task 3.1 runs the student's reducer on compressors whose messages are fixed in advance
 (:class:`_Fixed`), so it does not depend on their compressors either. Every judge compares with the
-independent specification in :mod:`scaledl.labs.dgc_checks`, computed in the grader's process.
+independent specification in :mod:`scaledl.labs.dgc_checks`, computed in the grader's process, and names the
+classic bug with the same functions as the notebook's checks (``top_k_hint``, ``ef_hint``, ``dgc_hint``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from scaledl.course.tasks import Task, array, first_mismatch, student
+from scaledl.labs.hints import hint, with_hints
 
 LIBRARY = ("scaledl.comm.compression", "scaledl.labs.dgc_checks")  # the library's compressors and the spec
 BYTES_PER_SENT = 8     # the wire format: a uint32 index and a float32 value per sent element
@@ -82,8 +84,9 @@ def _top_k_judge(inp, out):
         for j, k in enumerate(ks):
             want = D.spec_top_k(v, k)
             got = array(out, f"got{i}_{j}", title=t, dtype="iuf")
-            assert got.shape == want.shape and np.array_equal(got, want), \
-                f"{t}: n = {v.size}, k = {k}: Yours {got.ravel()[:8].tolist()}, Spec {want[:8].tolist()}"
+            if not (got.shape == want.shape and np.array_equal(got, want)):
+                raise AssertionError(with_hints(f"{t}: n = {v.size}, k = {k}: Yours {got.ravel()[:8].tolist()}, "
+                                                f"Spec {want[:8].tolist()}", [D.top_k_hint(v, k, got)]))
 
 
 # ------------------------------------------------------------------------------- Tasks 1.2, 2.1, 2.2
@@ -151,13 +154,38 @@ def _topk_ef_produce(ns, inp):
     return _run_compressor(ns, inp, cls, {"residual": "residuals"})
 
 
+def _hinted(check, why):
+    """Run ``check()``; on its AssertionError, raise it again with the hint ``why()`` names (when the results can
+    be read as a compressor's messages and state at all)."""
+    try:
+        check()
+    except AssertionError as err:
+        try:
+            text = why()
+        except (AssertionError, ValueError, TypeError, IndexError):  # results too malformed to diagnose
+            text = ""
+        raise AssertionError(with_hints(str(err), [text])) from None
+
+
+def _history(out, c, grads, title, state):
+    """Case c's dense messages per step and final state arrays, as the student's compressor produced them."""
+    shape, n = grads[0].shape, grads[0].size
+    sent = [_sent(out, c, t, n, title, "").reshape(shape) for t in range(len(grads))]
+    return sent, [array(out, f"{name}{c}", title=title, shape=shape, dtype="f") for name in state]
+
+
 def _topk_ef_judge(inp, out):
     import scaledl.labs.dgc_checks as D
 
     for c, ratio in enumerate(inp["ratios"]):
         grads = list(inp[f"grads{c}"])
         sent, residual = D.spec_topk_ef(grads, ratio)
-        _check_case(out, c, grads, ratio, sent, {"residual": residual}, "Task 1.2")
+
+        def why():
+            got, (res,) = _history(out, c, grads, "Task 1.2", ["residual"])
+            return D.ef_hint(grads, ratio, got, res)
+
+        _hinted(lambda: _check_case(out, c, grads, ratio, sent, {"residual": residual}, "Task 1.2"), why)
 
 
 def _dgc_task(title, momentum, masking):
@@ -174,7 +202,12 @@ def _dgc_task(title, momentum, masking):
         for c, ratio in enumerate(inp["ratios"]):
             grads = list(inp[f"grads{c}"])
             sent, u, v = D.spec_dgc(grads, ratio, momentum, masking)
-            _check_case(out, c, grads, ratio, sent, {"v": v, "u": u}, title)
+
+            def why():
+                got, (got_u, got_v) = _history(out, c, grads, title, ["u", "v"])
+                return D.dgc_hint(grads, ratio, momentum, masking, got, got_u, got_v)
+
+            _hinted(lambda: _check_case(out, c, grads, ratio, sent, {"v": v, "u": u}, title), why)
 
     return produce, judge
 
@@ -240,17 +273,21 @@ def _reducer_judge(inp, out):
         dense += workers * 4 * want.size
         for step in range(REDUCER_STEPS):
             got = array(out, f"sum{step}_{i}", title=t, shape=want.shape, dtype="iuf")
-            _differ(got, want, t, f"elements of {name} after call {step + 1} "
-                                  "(the sum of the workers' decoded messages)")
+            _hinted(lambda: _differ(got, want, t, f"elements of {name} after call {step + 1} "
+                                                  "(the sum of the workers' decoded messages)"),
+                    lambda: hint("lab06", "reducer_sum"))
     keys = out.get("keys")
     spec = [list(names) * REDUCER_STEPS for _ in range(workers)]
-    assert isinstance(keys, list) and keys == spec, \
-        f"{t}: compress() keys per worker: Yours {keys!r:.200}, Spec {spec} (one compress(grad, name) per worker " \
-        "and tensor)"
+    if not (isinstance(keys, list) and keys == spec):
+        w = next((i for i, k in enumerate(keys) if i >= len(spec) or k != spec[i]), 0) if isinstance(keys, list) else 0
+        yours = keys[w] if isinstance(keys, list) and w < len(keys) else keys
+        raise AssertionError(with_hints(f"{t}: compress() keys of worker {w} over {REDUCER_STEPS} calls: Yours "
+                                        f"{yours!r:.120}, Spec {spec[0]}", [hint("lab06", "reducer_keys")]))
     sent, dense_got = _counts(out, "sent_bytes", t), _counts(out, "dense_bytes", t)
     want_sent, want_dense = [BYTES_PER_SENT * nnz] * REDUCER_STEPS, [dense] * REDUCER_STEPS
-    assert sent == want_sent and dense_got == want_dense, \
-        f"{t}: bytes: Yours {sent}, {dense_got}; Spec {want_sent}, {want_dense}"
+    if not (sent == want_sent and dense_got == want_dense):
+        raise AssertionError(with_hints(f"{t}: bytes: Yours {sent}, {dense_got}; Spec {want_sent}, {want_dense}",
+                                        [hint("lab06", "reducer_bytes")]))
 
 
 # ----------------------------------------------------------------------------------------- Task 3.2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.course.tasks import Task, array, number, student
+from scaledl.labs.hints import hint, with_hints
 
 N_POLICY_REQUESTS = 3000   # per load in Task 1.1: the plain-Python event loop serves them in milliseconds
 N_SLO_REQUESTS = 20_000    # per simulation in Task 3.1, as the lab's own max_users uses (judge: well under 5 s)
@@ -44,10 +45,13 @@ def _policy_table(rng, n: int, max_batches) -> list:
 
 
 def _table_judge(name: str, spec, rows, got, title: str) -> None:
+    from scaledl.serve.hook import policy_hint
+
     for (w, busy, mb), g in zip(rows, got):
         want = spec(w, busy, mb)
         if not (_is_int(g) and g == want):
-            raise AssertionError(f"{title}: {name}({w}, {busy}, {mb}): Yours {g!r}, Spec {want}")
+            raise AssertionError(with_hints(f"{title}: {name}({w}, {busy}, {mb}): Yours {g!r}, Spec {want}",
+                                            [policy_hint(w, busy, mb, g, want)]))
 
 
 # --- Task 1.1: the batch-dispatch policy -------------------------------------------------------------------
@@ -104,17 +108,25 @@ def _dispatch_judge(inp, out):
         if got.ndim != 1:
             raise AssertionError(f"{case}: batch sizes have shape {got.shape}; expected a list of batches")
         overlapping = number(out, f"overlapping_{i}", title=case)
-        assert overlapping == 0, f"{case}: {overlapping:.0f} batches started while another was running"
+        if overlapping != 0:
+            raise AssertionError(with_hints(f"{case}: {overlapping:.0f} batches started while another was running",
+                                            [hint("lab07", "busy")]))
+        if got.size and got.max() > load["max_batch"]:
+            raise AssertionError(with_hints(f"{case}: a batch of {int(got.max())} > max_batch={load['max_batch']}",
+                                            [hint("lab07", "cap")]))
         unserved = number(out, f"unserved_{i}", title=case)
-        assert unserved == 0, f"{case}: {unserved:.0f} requests never served"
+        if unserved != 0:
+            raise AssertionError(with_hints(f"{case}: {unserved:.0f} requests never served",
+                                            [hint("lab07", "partial")]))
         m = min(got.size, want.size)
         diff = np.flatnonzero(got[:m] != want[:m])
         first = int(diff[0]) if diff.size else (m if got.size != want.size else None)
         if first is not None:
             yours = int(got[first]) if first < got.size else "none"
             spec = int(want[first]) if first < want.size else "none"
-            raise AssertionError(f"{case}: the first different batch is number {first}: Yours {yours}, "
-                                 f"Spec {spec}")
+            short = got.size and int(got.max()) == load["max_batch"] - 1 and int(want.max()) == load["max_batch"]
+            raise AssertionError(with_hints(f"{case}: the first different batch is number {first}: Yours {yours}, "
+                                            f"Spec {spec}", [hint("lab07", "cap_short")] if short else []))
 
 
 # --- Task 1.2: the M/D/1 wait and the one-at-a-time policy -------------------------------------------------
@@ -143,7 +155,9 @@ def _md1_judge(inp, out):
     got = array(out, "wait", shape=(len(inp["cases"]),), dtype="f", title=t).astype(np.float64)
     for (r, s), g in zip(inp["cases"], got):
         want = md1_mean_wait_s(r, s)
-        assert np.isclose(g, want, rtol=1e-12, atol=0), f"{t}: md1_wait({r!r}, {s!r}): Yours {g!r}, Spec {want!r}"
+        if not np.isclose(g, want, rtol=1e-12, atol=0):
+            raise AssertionError(with_hints(f"{t}: md1_wait({r!r}, {s!r}): Yours {g!r}, Spec {want!r}",
+                                            [hint("lab07", "md1_wait")]))
     rows = inp["table"]
     _table_judge("one_at_a_time", single_spec, rows, _int_list(out, "table", len(rows), t), t)
 
@@ -171,8 +185,9 @@ def _steady_judge(inp, out):
     got = array(out, "batch", shape=(len(inp["cases"]),), dtype="f", title=t).astype(np.float64)
     for (r, a, c), g in zip(inp["cases"], got):
         want = eager_steady_batch(r, a, c)
-        assert np.isclose(g, want, rtol=1e-12, atol=0), \
-            f"{t}: steady_batch({r!r}, {a!r}, {c!r}): Yours {g!r}, Spec {want!r}"
+        if not np.isclose(g, want, rtol=1e-12, atol=0):
+            raise AssertionError(with_hints(f"{t}: steady_batch({r!r}, {a!r}, {c!r}): Yours {g!r}, Spec {want!r}",
+                                            [hint("lab07", "steady_batch")]))
 
 
 # --- Task 3.1: users at a latency objective, graded with the library's own policy ---------------------------
