@@ -69,6 +69,10 @@ def test_grade_batch(entry, tmp_path, box):
     assert got == expected, report
     rows = read_csv(out / "grades.csv")
     assert {r: float(rows[r]["total"]) for r in rows} == {s: t for s, (t, _) in expected.items()}
+    lab = G.load_lab(entry.id)
+    assert float(rows["bug"][G.task_column(lab, task)]) == 0  # "Task 2.1 (max 3)": each task names its maximum
+    assert {s: rows[s]["detail"] for s in ("ada", "bug", "empty")} == {"ada": "", "bug": "", "empty": G.UNTOUCHED}
+    assert all(r[G.WRITTEN_COLUMN] == "" for r in rows.values())  # the written answers: graded by hand
     for student, (total, _) in expected.items():
         page = (out / "feedback" / f"{student}.html").read_text()
         assert f"{total:g} of {full:g} points" in page

@@ -104,8 +104,13 @@ def test_hostile_corpus(lab, tmp_path, monkeypatch, box):
     with open(out / "grades.csv", newline="") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     assert sorted(rows) == sorted(expected)
+    column = {t: G.task_column(G.load_lab(lab), t) for t in pts}  # "Task 1.1 (max 3)"
     for r in rows.values():
-        assert float(r["total"]) == sum(float(r[t]) for t in pts) and float(r["max"]) == sum(pts.values())
+        assert float(r["total"]) == sum(float(r[column[t]]) for t in pts) and float(r["max"]) == sum(pts.values())
+        assert r[G.WRITTEN_COLUMN] == ""  # the written answers: the instructor's to grade
+    assert got["stub"].detail == G.UNTOUCHED == rows["stub"]["detail"]  # the student copy, handed in as given
+    for s in ("solution", "bug", "bypass", "renamed"):  # answered: never "no task answered"
+        assert G.UNTOUCHED not in got[s].detail, (s, got[s].detail)
     assert not (out / "grades.partial.csv").exists()
     if lab == corpus.HARM_LAB:
         time.sleep(8)  # the detached process would rewrite grades.csv 5 s after its notebook ended

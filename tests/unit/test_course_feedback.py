@@ -1,6 +1,7 @@
 """scaledl.course.feedback: the page shows a student's notebook and runs, fetches and leaks nothing."""
 
 import base64
+import html
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from scaledl.course.feedback import CSP, HIDDEN_LINE_NOTE, Row, page
+from scaledl.course.feedback import CSP, HIDDEN_LINE_NOTE, MARKDOWN_PAGE_CHARS, WRITTEN_NOTE, Row, page
 
 SCRIPT = "<script>alert(1)</script>"
 ONERROR = "<img src=x onerror=alert(1)>"
@@ -53,13 +54,20 @@ class Tags(HTMLParser):
         self.text.append(data)
 
 
+# What rendered markdown adds (markdown-it-py, raw HTML off): formatting tags with no attribute but a list's start.
+MARKDOWN_TAGS = {"h3", "h4", "h5", "h6", "em", "strong", "code", "ul", "ol", "li", "blockquote", "hr", "br",
+                 "thead", "tbody"}
+
+
 def assert_inert(text):
     """No script, no event handler, no image but a checked PNG, no external link: the page's contract."""
     assert "<script" not in text.lower()
     tags = Tags(text).tags
     assert {t for t, _ in tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table",
-                                    "tr", "th", "td", "pre", "span", "div", "img"}
+                                    "tr", "th", "td", "pre", "span", "div", "img"} | MARKDOWN_TAGS
     for tag, attrs in tags:
+        if tag in MARKDOWN_TAGS:
+            assert set(attrs) <= ({"start"} if tag == "ol" else set()), (tag, attrs)
         assert not [a for a in attrs if a.lower().startswith("on")], (tag, attrs)
         if "src" in attrs:
             assert attrs["src"].startswith("data:image/png;base64,"), (tag, attrs)
@@ -299,6 +307,108 @@ def test_odd_notebook_fields_do_not_crash():
     assert_inert(text)
 
 
+# ---- a page for a submission with errors: markdown rendered, each error once, no task prefix ------------------
+
+IPYTHON_TRACEBACK = [  # as IPython 8 stores an AssertionError raised by a check in a lab
+    "\x1b[0;31m---------------------------------------------------------------------------\x1b[0m",
+    "\x1b[0;31mAssertionError\x1b[0m                            Traceback (most recent call last)",
+    "Cell \x1b[0;32mIn[5], line 2\x1b[0m\n\x1b[0;32m----> 2\x1b[0m check(\x1b[38;5;124m\"\x1b[39m"
+    "\x1b[38;5;124mTask 1.1\x1b[39m\"\x1b[39m, x, e4m3_round(x), spec)\n",
+    "\x1b[0;31mAssertionError\x1b[0m: Task 1.1, in range: 8 of 18725 values differ"]
+
+
+def errors_page(**kw):
+    """A lab03-like page: the judge's messages, the lab's markdown, a failing check, a student's answer."""
+    rows = [Row("Task 1.1", "task_1_1", 0, 3, "Task 1.1: 126 of 3443 values differ; at (1,): x = -6.25: Yours "
+                "-6.5, Spec -6.0"),
+            Row("Task 1.2", "task_1_2", 0, 2, "Task 1.2: no result (the test cell raised NotImplementedError: "
+                "Task 1.2)"),
+            Row("Task 2.1", "task_2_1", 3, 3, "passed")]
+    check = new_code_cell('check("Task 1.1", x, e4m3_round(x), spec)', execution_count=5)
+    check.outputs = [new_output("stream", name="stdout", text="  x = 1.0625   Yours: 1.125   Spec: 1.0\n"),
+                     new_output("error", ename="AssertionError",
+                                evalue="Task 1.1, in range: 8 of 18725 values differ", traceback=IPYTHON_TRACEBACK)]
+    stub = new_code_cell("def e4m3_encode(x):\n    raise NotImplementedError('Task 1.2')", execution_count=6)
+    stub.outputs = [new_output("error", ename="NotImplementedError", evalue="Task 1.2", traceback=[])]
+    cells = [new_markdown_cell("## Task 1.1: round to E4M3\n\nWrite `e4m3_round(x)`, *ties to even*, **bit for bit**."
+                               "\n\n1. `np.frexp(|x|)`\n2. clamp at -6\n\n"
+                               "| format | bias |\n| --- | ---: |\n| E4M3 | 7 |"),
+             check, stub,
+             new_markdown_cell(f"My answer: *rint* rounds ties to even. {SCRIPT} {ONERROR}\n\n"
+                               "[see](http://evil.example/x) ![plot](https://evil.example/p.png)",
+                               metadata={"tags": ["answer"]})]
+    return render(cells, rows=rows, status="OK", written=True, **kw)
+
+
+def test_a_page_with_errors_renders_markdown_shows_each_error_once_and_no_task_prefix():
+    text = errors_page()
+    assert_inert(text)
+    # markdown rendered: headings (below the page's own), code, emphasis, lists, tables
+    assert "<h4>Task 1.1: round to E4M3</h4>" in text
+    assert "<code>e4m3_round(x)</code>" in text and "<em>ties to even</em>" in text
+    assert "<strong>bit for bit</strong>" in text and "<li><code>np.frexp(|x|)</code></li>" in text
+    assert "<th>format</th>" in text and "<td>7</td>" in text  # no style="text-align:right"
+    assert "## Task" not in text and "*ties to even*" not in text
+    # each error once: the traceback ends with the error's line, which is not repeated above it
+    shown = "".join(Tags(text).text)
+    assert shown.count("8 of 18725 values differ") == 1
+    assert shown.count("NotImplementedError: Task 1.2") == 2  # the stub's error once, and the judge's message
+    assert "Traceback (most recent call last)" in shown
+    # the judge's messages sit in their task's row, without "Task 1.1:" in front
+    table = text[text.index("<table>"):text.index("</table>")]
+    assert "<pre class=\"message\">126 of 3443 values differ; at (1,)" in table
+    assert "<pre class=\"message\">no result (the test cell raised NotImplementedError: Task 1.2)" in table
+    assert "Task 1.1:" not in table and "Task 1.2:" not in table
+    # the student's markdown: their HTML is text, their link is text, their image is not loaded
+    assert SCRIPT not in text and html.escape(SCRIPT) in text and html.escape(ONERROR) in text
+    assert SCRIPT in shown and "see (http://evil.example/x)" in shown and "[image: plot, not shown]" in shown
+    assert "<a " not in text and "evil.example/p.png" not in text
+    # written answers: marked in the notebook, and said to be graded by hand
+    assert "your written answer (graded by hand)" in shown and WRITTEN_NOTE in shown
+
+
+def test_an_error_is_shown_once():
+    cell = new_code_cell('check("Task 1.1", x, e4m3_round(x), spec)', execution_count=5)
+    cell.outputs = [new_output("error", ename="AssertionError", evalue="Task 1.1, in range: 8 of 18725 values differ",
+                               traceback=IPYTHON_TRACEBACK)]
+    bare = new_code_cell("raise KeyError('k')", execution_count=6)
+    bare.outputs = [new_output("error", ename="KeyError", evalue="'k'", traceback=[])]
+    shown = "".join(Tags(render([cell, bare])).text)
+    assert shown.count("8 of 18725 values differ") == 1 and shown.count("KeyError: 'k'") == 1
+
+
+def test_a_traceback_that_does_not_end_with_the_error_keeps_its_head():
+    cell = new_code_cell("boom()", execution_count=1)
+    cell.outputs = [new_output("error", ename="ValueError", evalue="bad size", traceback=["frame one", "frame two"])]
+    shown = "".join(Tags(render([cell])).text)
+    assert "ValueError: bad size\nframe one\nframe two" in shown
+
+
+@pytest.mark.parametrize("message, shown", [
+    ("Task 1.1: 3 of 7 values differ", "3 of 7 values differ"),
+    ("Task 1.1, in range: 3 of 7 values differ", "in range: 3 of 7 values differ"),
+    ("Task 1.1: first\nTask 1.1: second", "first\nsecond"),
+    ("Task 1.10: another task's message", "Task 1.10: another task's message"),
+    ("see Task 1.1: inside a sentence", "see Task 1.1: inside a sentence"),
+    ("Task 1.1:", "Task 1.1:"),  # nothing would be left
+])
+def test_the_task_name_is_taken_off_its_own_messages_only(message, shown):
+    text = page(lab="lab03", student="ada", status="OK", rows=[Row("Task 1.1", "task_1_1", 0, 3, message)])
+    assert f'<pre class="message">{html.escape(shown)}</pre>' in text
+
+
+def test_a_markdown_cell_cannot_stall_the_grader():
+    """markdown-it-py 3 parses a run of reference definitions in quadratic time (20 s for 20,000 characters):
+    they are not parsed; and past MARKDOWN_PAGE_CHARS a page shows markdown as plain text."""
+    start = time.perf_counter()
+    text = render([new_markdown_cell("[x]: http://evil.example\n" * 800), new_markdown_cell("![[a](" * 3_000)])
+    assert time.perf_counter() - start < 5
+    assert_inert(text)
+    cells = [new_markdown_cell("*a*" + "x" * 9_000) for _ in range(MARKDOWN_PAGE_CHARS // 9_000 + 5)]
+    text = render(cells, cap_bytes=10_000_000)
+    assert 0 < text.count("<em>a</em>") < len(cells) and '<pre class="markdown">*a*' in text
+
+
 # ---- size limits --------------------------------------------------------------------------------------------
 
 def test_a_52_MB_output_is_cut_and_the_page_says_so():
@@ -357,7 +467,7 @@ def test_the_header_always_fits_even_when_nothing_else_does():
 def test_a_small_notebook_is_shown_whole():
     cells = [new_markdown_cell("# Lab 3"), new_code_cell("x = 1", execution_count=1)]
     text = render(cells)
-    assert "the page reached its limit" not in text and "In [1]:" in text and "# Lab 3" in text
+    assert "the page reached its limit" not in text and "In [1]:" in text and "<h3>Lab 3</h3>" in text
 
 
 # ---- a real browser, when there is one ----------------------------------------------------------------------

@@ -6,11 +6,15 @@ page that runs the student's script in the instructor's browser), has no size li
 output would mean trusting a sanitizer with every trick of HTML; here every piece of text from the notebook is
 escaped and only a fixed set of tags is ever written, so there is nothing to sanitize.
 
-What the page holds: the lab, the student, the total, a table of points per task with the judge's message, then
-the notebook as it ran. Markdown and code are shown as escaped text; outputs as escaped text, except a PNG that
-really is a PNG (checked, re-encoded) as a ``data:`` image. Rich outputs (HTML, SVG, JavaScript, widgets) are
-never rendered: their ``text/plain`` stands in. The instructor's test cells (``hidden_ids``) show one line and
-nothing of their source or output; any line of the hidden tests found in shown text is replaced by a note.
+What the page holds: the lab, the student, the total, a table of points per task with the judge's message
+(without the task's name, which its row already shows), then the notebook as it ran. Markdown cells are
+rendered by markdown-it-py (CommonMark and tables) with raw HTML switched off, so a ``<script>`` in them stays
+text; links become their text and address as plain text, images a note, and no rendered tag keeps an
+attribute. Code is shown as escaped text; outputs as escaped text, except a PNG that really is a PNG (checked,
+re-encoded) as a ``data:`` image. Rich outputs (HTML, SVG, JavaScript, widgets) are never rendered: their
+``text/plain`` stands in. An error is shown once: its traceback, which already ends with the error's name and
+message (those alone when there is no traceback). The instructor's test cells (``hidden_ids``) show one line
+and nothing of their source or output; any line of the hidden tests found in shown text is replaced by a note.
 Each text is capped at ``output_cap_chars`` and the page at ``cap_bytes``; a Content-Security-Policy that
 forbids scripts, fetches and external images is a second wall behind the escaping.
 """
@@ -24,6 +28,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from markdown_it import MarkdownIt
+
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 HIDDEN_LINE_NOTE = "[hidden test line removed]"
 MIN_HIDDEN_LINE_CHARS = 8  # shorter lines ("else:", "x = 1") are too common to redact without noise
@@ -32,6 +38,9 @@ PNG_MAX_BYTES = 1_000_000  # a plot is ~50 kB; anything near this is an attempt 
 MESSAGE_CAP_CHARS = 2_000  # the header must always fit, so its texts are capped well below any page cap
 NAME_CAP_CHARS = 200
 FOOT_RESERVE_BYTES = 1_000  # room kept for the closing notes and tags once the cells have used the budget
+# Markdown rendered per page, in characters of source (a lab has under 15,000). Parsing is not linear on every
+# input (a 20,000-character cell of nested brackets takes ~0.7 s): past this, markdown is shown as plain text.
+MARKDOWN_PAGE_CHARS = 200_000
 
 # CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-character escapes, as IPython tracebacks use.
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
@@ -45,8 +54,11 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #999;padding:
 vertical-align:top}td.num{text-align:right}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.3em 0;
 padding:.4em;background:#f6f6f6}.cell{margin:1em 0;border-left:3px solid #ccc;padding-left:.6em}
 .source{background:#eef2f8}.stderr{background:#fdf0f0}.error{background:#fbe3e3}.note{color:#666;
-font-style:italic}.cut{color:#a00}.prompt{color:#666;font-size:85%}
+font-style:italic}.cut{color:#a00}.prompt{color:#666;font-size:85%}.markdown{padding:0 .4em}
+.markdown pre{background:#f0f0f0}.answer{border-left-color:#6a8}
 """
+WRITTEN_NOTE = ("Written answers (the cells headed \u201cYour answer\u201d) are graded by hand by your instructor; "
+                "they are not part of these points.")
 
 
 @dataclass(frozen=True)
@@ -135,6 +147,70 @@ def _pre(raw, cap: int, redact: _Redactor, cls: str) -> str:
     return f'<pre class="{cls}">{html.escape(text)}{tail}</pre>'
 
 
+# CommonMark with tables; raw HTML off (it stays text), no linkify, no typographer. Reference definitions
+# ("[x]: url") are off too: links are not followed here anyway, and markdown-it-py 3 parses a run of them in
+# quadratic time (20 s for 20,000 characters). Every token is rewritten by _inert before rendering, so what
+# reaches the page is a fixed set of attribute-less tags and escaped text.
+_MARKDOWN = (MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+             .enable("table").disable("reference"))
+
+
+def _text_token(content: str):
+    from markdown_it.token import Token
+
+    tok = Token("text", "", 0)
+    tok.content = content
+    return tok
+
+
+def _inert(tokens) -> list:
+    """The token stream with nothing that could act: links become their text (and address, as text),
+    images a note, raw HTML text; headings shifted below the page's own; attributes dropped."""
+    out, href = [], []
+    for tok in tokens:
+        if tok.type in ("html_inline", "html_block"):  # not produced with html off; text if ever they are
+            out.append(_text_token(tok.content))
+            continue
+        if tok.type == "link_open":  # its text stays; the address follows it as text, unless it is the text
+            href.append((str(tok.attrGet("href") or ""), len(out)))
+            continue
+        if tok.type == "link_close":
+            target, start = href.pop() if href else ("", len(out))
+            if target and "".join(x.content for x in out[start:]).strip() != target:
+                out.append(_text_token(f" ({target})"))
+            continue
+        if tok.type == "image":
+            alt = "".join(c.content for c in (tok.children or [])) or tok.content
+            out.append(_text_token(f"[image{': ' + alt if alt else ''}, not shown]"))
+            continue
+        if tok.type in ("heading_open", "heading_close"):
+            tok.tag = f"h{min(6, int(tok.tag[1:]) + 2)}"
+        if tok.type == "fence":
+            tok.info = ""
+        tok.attrs = {"start": tok.attrs["start"]} if tok.type == "ordered_list_open" and "start" in tok.attrs else {}
+        if tok.children:
+            tok.children = _inert(tok.children)
+        out.append(tok)
+    return out
+
+
+def _markdown(raw, cap: int, redact: "_Redactor") -> str:
+    """A markdown cell rendered (after the cap and the redaction of hidden lines), inside a div."""
+    text, left = _shown(_text(raw), cap, redact)
+    body = _MARKDOWN.renderer.render(_inert(_MARKDOWN.parse(text)), _MARKDOWN.options, {})
+    tail = f'<p class="cut">... {left} more characters not shown</p>' if left else ""
+    return f'<div class="markdown">{body}{tail}</div>'
+
+
+def _without_title(message: str, title: str) -> str:
+    """The judge's message without the task's name that starts it (or any of its lines): the row names the
+    task already. "Task 1.1: 3 of 7 values differ" under "Task 1.1" reads "3 of 7 values differ"."""
+    title = title.strip()
+    if not title:
+        return message
+    return re.sub(rf"^[ \t]*{re.escape(title)}[ \t]*[:,][ \t]*", "", message, flags=re.M) or message
+
+
 def _png(data) -> str | None:
     """The PNG re-encoded for a data URI, or None if ``data`` is not base64 of a PNG of at most 1 MB."""
     s = "".join(_text(data).split())
@@ -159,7 +235,10 @@ def _output(out, cap: int, redact: _Redactor) -> str:
         head = f"{_text(out.get('ename'))}: {_text(out.get('evalue'))}"
         trace = out.get("traceback") or []
         body = "\n".join(_text(t) for t in trace) if isinstance(trace, (list, tuple)) else _text(trace)
-        return _pre(f"{head}\n{body}" if body else head, cap, redact, "error")
+        # IPython's traceback ends with "Name: message" already: shown once, not above it again
+        end = _plain(body[-(4 * len(head) + 4096):]).rstrip()
+        said = bool(body) and end.endswith(_plain(head).rstrip())
+        return _pre(body if said else f"{head}\n{body}" if body else head, cap, redact, "error")
     if kind in ("execute_result", "display_data"):
         data = out.get("data") or {}
         data = data if isinstance(data, dict) else {}
@@ -200,15 +279,24 @@ def _grade_id(cell) -> str | None:
     return nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
 
 
-def _cell_open(cell, cap: int, redact: _Redactor, hidden_ids) -> tuple[str, list]:
-    """A cell's opening HTML (with its source) and its outputs, still to render; closed by ``</div>``."""
+def _cell_open(cell, cap: int, redact: _Redactor, hidden_ids, markdown_left: list[int]) -> tuple[str, list]:
+    """A cell's opening HTML (with its source) and its outputs, still to render; closed by ``</div>``.
+    ``markdown_left``: characters of markdown the page may still render (one item, decreased here)."""
     kind, gid = cell.get("cell_type"), _grade_id(cell)
     if isinstance(gid, str) and gid in hidden_ids:  # whatever its type says: the student may have changed that
         note = html.escape(_plain(gid)[:NAME_CAP_CHARS])
         return f'<div class="cell hidden"><p class="note">(the grader\'s tests for {note} ran here)</p>', []
-    if kind != "code":
-        cls = "markdown" if kind == "markdown" else "raw"  # a raw cell is shown as text too, never as HTML
-        return f'<div class="cell text">{_pre(cell.get("source"), cap, redact, cls)}', []
+    if kind == "markdown":
+        source = _text(cell.get("source"))
+        markdown_left[0] -= min(len(source), cap)
+        shown = (_markdown(source, cap, redact) if markdown_left[0] >= 0 else _pre(source, cap, redact, "markdown"))
+        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
+        if isinstance(tags, list) and "answer" in tags:  # a written answer: the instructor grades it by hand
+            label = '<p class="note">your written answer (graded by hand)</p>'
+            return f'<div class="cell text answer">{label}{shown}', []
+        return f'<div class="cell text">{shown}', []
+    if kind != "code":  # a raw cell (or an unknown type) is shown as text, never as HTML
+        return f'<div class="cell text">{_pre(cell.get("source"), cap, redact, "raw")}', []
     count = cell.get("execution_count")
     prompt = f"In [{count}]:" if isinstance(count, int) and not isinstance(count, bool) else "In [ ]:"
     return (f'<div class="cell code"><div class="prompt">{prompt}</div>'
@@ -216,7 +304,8 @@ def _cell_open(cell, cap: int, redact: _Redactor, hidden_ids) -> tuple[str, list
 
 
 def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidden_sources: list[str] = (),
-         hidden_ids: set[str] = frozenset(), cap_bytes: int = 2_000_000, output_cap_chars: int = 20_000) -> str:
+         hidden_ids: set[str] = frozenset(), cap_bytes: int = 2_000_000, output_cap_chars: int = 20_000,
+         written: bool = False) -> str:
     """One student's feedback page: a self-contained HTML file that runs nothing and fetches nothing.
 
     Args:
@@ -227,6 +316,7 @@ def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidde
         hidden_ids: grade_ids of the instructor's test cells, shown as one line each.
         cap_bytes: the most UTF-8 bytes for the page (the header and table are always there).
         output_cap_chars: the most characters shown of any one text (an output, a cell's source).
+        written: the lab has written answers (graded by hand): the header says they are not in the points.
 
     Raises:
         ValueError: ``cap_bytes`` or ``output_cap_chars`` is not a positive integer.
@@ -241,14 +331,17 @@ def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidde
 
     total, maximum = sum(r.points for r in rows), sum(r.max_points for r in rows)
     table = "".join(f'<tr><td>{small(r.title)}</td><td class="num">{_num(r.points)}</td>'
-                    f'<td class="num">{_num(r.max_points)}</td>'
-                    f'<td>{_pre(r.message, MESSAGE_CAP_CHARS, redact, "message")}</td></tr>' for r in rows)
+                    f'<td class="num">{_num(r.max_points)}</td><td>'
+                    f'{_pre(_without_title(_text(r.message), _text(r.title)), MESSAGE_CAP_CHARS, redact, "message")}'
+                    f'</td></tr>' for r in rows)
+    written_note = f'<p class="note">{html.escape(WRITTEN_NOTE)}</p>\n' if written else ""
     head = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             f'<meta name="referrer" content="no-referrer">\n'
             f"<title>{small(lab)}: {small(student)}</title><style>{STYLE}</style></head><body>\n"
             f"<h1>{small(lab)}: {small(student)}</h1>\n"
             f'<p class="total">{_num(total)} of {_num(maximum)} points; run: {small(status, MESSAGE_CAP_CHARS)}</p>\n'
+            f'{written_note}'
             f"<table><tr><th>task</th><th>points</th><th>of</th><th>message</th></tr>{table}</table>\n")
     parts, foot = [head], "</body></html>\n"
     if nb is None:
@@ -256,9 +349,9 @@ def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidde
     cells = [c for c in (nb.get("cells") or []) if isinstance(c, dict)]
     parts.append("<h2>Your notebook as it ran</h2>\n")
     budget = cap_bytes - len("".join(parts).encode("utf-8")) - FOOT_RESERVE_BYTES
-    close, note = "</div>\n", ""
+    close, note, markdown_left = "</div>\n", "", [MARKDOWN_PAGE_CHARS]
     for k, cell in enumerate(cells):
-        opening, outs = _cell_open(cell, output_cap_chars, redact, hidden_ids)
+        opening, outs = _cell_open(cell, output_cap_chars, redact, hidden_ids, markdown_left)
         size = len(opening.encode("utf-8")) + len(close)
         if size > budget:
             note = f"{len(cells) - k} of {len(cells)} cells were left out"

@@ -12,8 +12,10 @@ done here):
    (:mod:`~scaledl.course.sandbox`, :mod:`~scaledl.course.worker`); its hidden-test cells hand back results
    on inputs drawn here for this run (:mod:`~scaledl.course.produce`);
 6. **judge** those results in this process, against references computed here (:mod:`~scaledl.course.tasks`);
-7. **report**: a row per student in ``grades.csv`` (status OK, TIMEOUT, CRASHED, REJECTED or REVIEW), a
-   feedback page (:mod:`~scaledl.course.feedback`), ``grades.partial.csv`` as the batch goes.
+7. **report**: a row per student in ``grades.csv`` (status OK, TIMEOUT, CRASHED, REJECTED or REVIEW; each
+   task's column named with its maximum, "Task 1.1 (max 3)"; an empty column for the written answers, which an
+   instructor grades by hand), a feedback page (:mod:`~scaledl.course.feedback`), ``grades.partial.csv`` as
+   the batch goes.
 
 Nothing a submission does can stop the batch: every step's failure becomes that student's status.
 """
@@ -40,6 +42,7 @@ from scaledl.course import exchange, integrity, produce, submissions
 from scaledl.course.integrity import meta, test_cells  # noqa: F401  (test_cells: the public name it had here)
 
 STATUSES = ("OK", "REVIEW", "TIMEOUT", "CRASHED", "REJECTED")
+UNTOUCHED = "no task answered: every answer cell is as handed out"
 MAX_NOTEBOOK_BYTES = 20 << 20  # a lab notebook with outputs is < 2 MB; bigger is not a lab
 HIDDEN_NOTE = "# (hidden tests ran here)"
 
@@ -72,10 +75,46 @@ class Lab:
     tasks: dict                      # grade_id -> scaledl.course.tasks.Task
     points: dict[str, float]         # grade_id -> points, from the instructor's cells
     solutions: dict[str, object]     # every lab's solution, to recognise another lab's notebook
+    stubs: frozenset[str] = frozenset()  # the answer cells as students get them (normalised by _plain_source)
+    written: int = 0                 # markdown answer cells (tagged "answer"): written answers, graded by hand
 
     @property
     def maximum(self) -> float:
         return sum(self.points.values())
+
+
+def _plain_source(source: str) -> str:
+    """A cell's source compared for "as handed out": trailing spaces and blank lines at either end ignored."""
+    return "\n".join(line.rstrip() for line in str(source).strip().splitlines())
+
+
+def handed_out(solution) -> tuple[frozenset[str], int]:
+    """What students get of a solution's answers: the stubbed answer cells' sources (normalised), and the
+    number of markdown answer cells (the Questions' and the tasks' written answers)."""
+    from scaledl.labs.release import student_version
+
+    student = student_version(solution)
+    stubs = frozenset(_plain_source(c.source) for c in student.cells
+                      if c.cell_type == "code" and meta(c).get("solution"))
+    written = sum(c.cell_type == "markdown" and "answer" in c.get("metadata", {}).get("tags", [])
+                  for c in student.cells)
+    return stubs, written
+
+
+def untouched(submitted, lab: Lab) -> bool:
+    """True when every answer cell students were given is still in ``submitted`` as it was handed out."""
+    if not lab.stubs:
+        return False
+    sources = {_plain_source(c.get("source", "")) for c in submitted.cells if c.get("cell_type") == "code"}
+    return lab.stubs <= sources
+
+
+def note_untouched(grade: Grade, submitted, lab: Lab) -> None:
+    """Say "no task answered" in the detail of a notebook handed in as it was handed out (rather than an OK
+    with an empty detail). Not when it earned points: a stub left in place with the task answered in a cell of
+    one's own is an answer."""
+    if not grade.total and untouched(submitted, lab):
+        grade.details.append(UNTOUCHED)
 
 
 def load_lab(lab_id: str, book=None) -> Lab:
@@ -100,7 +139,8 @@ def load_lab(lab_id: str, book=None) -> Lab:
     if list(points) != list(specs):
         raise ValueError(f"{entry.id}: the solution's test cells {list(points)} and the task specs "
                          f"{list(specs)} disagree; fix scaledl/course/tasks/{entry.id}.py")
-    return Lab(entry.id, solutions[entry.id], specs, points, solutions)
+    stubs, written = handed_out(solutions[entry.id])
+    return Lab(entry.id, solutions[entry.id], specs, points, solutions, stubs, written)
 
 
 def kernel_env(inside: Path) -> dict[str, str]:
@@ -238,6 +278,7 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
         judge(lab, g, inputs, work / "grade", found.bypass, cell_errors(ran))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    note_untouched(g, submitted, lab)
     if found.suspicious:  # a person must look, whatever else happened (the detail says what)
         g.details += [f"cell {f.cell} line {f.line}: {f.why}: {f.code}" for f in found.suspicious]
         g.status = "REVIEW"
@@ -290,11 +331,24 @@ def _read_notebook(work: Path, path: Path):
 
 
 CSV_HEAD = ["student", "file", "status", "total", "max"]
+# The written answers (markdown answer cells, the Questions) are read and graded by the instructor: an empty
+# column to fill in. "total" and "max" are the autograded tasks only; a lab's grade is total + written.
+WRITTEN_COLUMN = "written (manual; not in total)"
+
+
+def task_column(lab: Lab, grade_id: str) -> str:
+    """A task's column in grades.csv: its title and its maximum, "Task 1.1 (max 3)"."""
+    return f"{lab.tasks[grade_id].title} (max {lab.points[grade_id]:g})"
+
+
+def csv_head(lab: Lab) -> list[str]:
+    """grades.csv's header: student, file, status, total, max, one column per task, written, seconds, detail."""
+    return CSV_HEAD + [task_column(lab, t) for t in lab.points] + [WRITTEN_COLUMN, "seconds", "detail"]
 
 
 def _row(g: Grade, lab: Lab, folder: Path) -> list[str]:
     return [g.student, str(g.path.relative_to(folder)), g.status, f"{g.total:g}", f"{lab.maximum:g}",
-            *[f"{g.points.get(t, 0):g}" for t in lab.points], f"{g.seconds:.1f}", g.detail]
+            *[f"{g.points.get(t, 0):g}" for t in lab.points], "", f"{g.seconds:.1f}", g.detail]
 
 
 def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox="auto", jobs: int = 1,
@@ -322,7 +376,7 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
         raise ValueError(f"out={str(out)!r}: is inside the submissions folder; expected a folder outside it")
     batch_seed = int.from_bytes(os.urandom(8), "little") if seed is None else int(seed)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
-    head = CSV_HEAD + list(lab.points) + ["seconds", "detail"]
+    head = csv_head(lab)
     hidden_sources = [c.source for c in lab.solution.cells if integrity.is_test(c)]
     partial = open(out / "grades.partial.csv", "w", newline="", encoding="utf-8")
     writer = csv.writer(partial)
@@ -346,7 +400,8 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
                 for gid, t in lab.tasks.items()]
         try:
             text = feedback.page(lab=lab.id, student=g.student, status=f"{g.status}: {g.detail}" if g.detail else g.status,
-                                 rows=rows, nb=ran, hidden_sources=hidden_sources, hidden_ids=set(lab.points))
+                                 rows=rows, nb=ran, hidden_sources=hidden_sources, hidden_ids=set(lab.points),
+                                 written=lab.written > 0)
         except Exception as err:
             text = f"<!doctype html><meta charset=utf-8><p>feedback failed: {type(err).__name__}</p>"
         (out / "feedback" / f"{g.student}.html").write_text(text, encoding="utf-8", errors="replace")

@@ -1,11 +1,12 @@
 """``scaledl course release OUT/``: the book as students get it, without solutions, hidden tests or answer keys.
 
 The bundle holds the chapters (outputs kept, ``answer-key`` cells removed), each lab's student notebook made
-afresh from its solution (never a copy of ``labs/solutions/``), the package, the README, licence, install
-files and ``book.toml`` (marked ``student_bundle = true``: :mod:`scaledl.course.bundle`). Left out:
-``labs/solutions/``, ``tests/`` (they read the solutions), ``.ci/``, the instructor guide, and any path
-named ``hidden*`` (grading data). Hidden tests are removed twice over: blocks between ``### BEGIN HIDDEN
-TESTS`` and ``### END HIDDEN TESTS`` in any cell, and whole cells tagged ``hidden-test``/``solution``/
+afresh from its solution (never a copy of ``labs/solutions/``), the package, a README written for students
+(:mod:`scaledl.course.student_readme`, in place of the authors', which points at instructor material and at
+``make test``), the licence, install files and ``book.toml`` (marked ``student_bundle = true``:
+:mod:`scaledl.course.bundle`). Left out: ``labs/solutions/``, ``tests/`` (they read the solutions), ``.ci/``,
+the instructor guide, and any path named ``hidden*`` (grading data). Hidden tests are removed twice over:
+blocks between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` in any cell, and whole cells tagged ``hidden-test``/``solution``/
 ``answer-key`` or whose nbgrader metadata names a hidden test. Before returning, the bundle is scanned
 (:mod:`scaledl.course.leaks`); a leak removes nothing silently, it raises.
 
@@ -33,9 +34,10 @@ from scaledl.course.bundle import SECRET_TAGS, hidden_cell, mark_book_toml, secr
 
 HIDDEN_BEGIN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS\b")
 HIDDEN_END = re.compile(r"^[ \t]*### END HIDDEN TESTS\b")
-# What students get besides the notebooks, as they are in the repository.
-FILES = ("README.md", "CONTRIBUTING.md", "LICENSE", "pyproject.toml", "environment.yml", "Makefile",
-         "references.bib", ".gitignore")
+# What students get besides the notebooks, as they are in the repository (README.md is written for them;
+# CONTRIBUTING.md, the authors' guide to writing the book, is left out with the tests it points to).
+FILES = ("LICENSE", "pyproject.toml", "environment.yml", "Makefile", "references.bib",
+         ".gitignore")
 FOLDERS = ("src", "docs")
 LEFT_OUT = ("instructor-guide.md",)  # docs/ pages for instructors only
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "hidden*",
@@ -133,6 +135,7 @@ def release(book: Book, out: Path, *, force: bool = False, zip_too: bool = False
         RuntimeError: the written bundle holds a solution, hidden-test or answer-key line (a bug: report it).
     """
     from scaledl.course.leaks import scan, secret_lines
+    from scaledl.course.student_readme import student_readme
 
     root, out = book.root.resolve(), Path(out).resolve()
     _prepare(root, out, force)
@@ -142,6 +145,7 @@ def release(book: Book, out: Path, *, force: bool = False, zip_too: bool = False
     for name in FOLDERS:
         if (root / name).is_dir():
             shutil.copytree(root / name, out / name, ignore=IGNORED)
+    (out / "README.md").write_text(student_readme(book), encoding="utf-8")
     (out / "book.toml").write_text(mark_book_toml((root / "book.toml").read_text()))
     for e in book.entries:
         if not e.validated:
