@@ -9,14 +9,20 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LAB_STAMP := $(VENV)/.installed-lab
+# `make book` and `make release` install only their own extras ([book]: Jupyter Book; [release]: nbformat),
+# not [dev]'s CUDA wheels, browser driver and test tools; tests/unit/test_make_installs.py checks the lines.
+BOOK_STAMP := $(VENV)/.installed-book
+RELEASE_STAMP := $(VENV)/.installed-release
 PORT   ?= 8888
 # Jupyter refuses to run as root unless told; containers and Colab-like machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test test-fast test-compat test-unit test-notebooks check book doctor bench validate release clean-venv
+.PHONY: help lab lab-config lab-authors lab-reset test test-fast test-compat test-unit test-notebooks check book doctor bench validate release clean-venv
 
 help:
-	@echo "make lab            open JupyterLab on the book (prints the URL)"
+	@echo "make lab            open JupyterLab on your copy of the book in workspace/ (prints the URL)"
+	@echo "make lab-reset NB=  take the repository's version of one notebook into workspace/ (yours moved aside)"
+	@echo "make lab-authors    open JupyterLab on the repository itself (to change the book's notebooks)"
 	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
 	@echo "make test-fast      the inner loop: tests/unit and tests/sim only (no notebooks, grading or browser)"
 	@echo "make test-compat    the lowest supported dependencies, and Colab's GPU image (tests/compat/run.py)"
@@ -37,28 +43,63 @@ $(LAB_STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[lab,mpi]'
 	@touch $(LAB_STAMP)
 
+$(BOOK_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[book]'
+	@touch $(BOOK_STAMP)
+
+$(RELEASE_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[release]'
+	@touch $(RELEASE_STAMP)
+
 # `make lab` does not `jupyter trust` the book's notebooks, on purpose. Trusted, JupyterLab draws each
 # explorer's stored controls, disconnected: sliders that move and change nothing until the cell is run.
 # Untrusted (as on Colab, a JupyterHub or a fresh clone anywhere), it shows the explorer's plain-text
 # fallback, a sentence asking the reader to run the cell, above the stored default figure (tests/browser
 # checks this). Trust is also a per-machine security decision about HTML/JavaScript outputs, which this
 # book does not need, and a fork or a course copy could change what is trusted.
-# nbgrader (the [course] extra, so also `make test`'s and `make book`'s [dev]) adds its menus (Formgrader,
+# nbgrader (the [course] extra, so also `make test`'s [dev]) adds its menus (Formgrader,
 # Assignment List, Courses), the Create Assignment toolbar and their server extensions to every JupyterLab
 # started from this .venv. A reader needs none of them, so `make lab` switches them off for its own server
 # only: the lab extension by a page config (JupyterLab reads disabledExtensions from files only, hence
 # JUPYTER_CONFIG_PATH), the server extensions on the command line. `.venv/bin/jupyter lab` started by hand
 # keeps them, as docs/instructor-guide.md tells instructors; tests/unit/test_make_lab.py checks the flags.
-lab: $(LAB_STAMP)
-	@mkdir -p $(VENV)/etc/scaledl-reader/labconfig
-	@echo '{"disabledExtensions": {"@jupyter/nbgrader": true}}' > $(VENV)/etc/scaledl-reader/labconfig/page_config.json
-	@echo "Starting JupyterLab on the book. Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
-	JUPYTER_CONFIG_PATH=$(CURDIR)/$(VENV)/etc/scaledl-reader$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
+# The reader's JupyterLab opens a copy of the book, workspace/ (git-ignored; scaledl.book.workspace): running
+# and saving a chapter there never changes the repository, so `git pull` keeps working. Each `make lab` brings
+# new chapters in and updates the ones the reader has not changed; a changed one is kept, and
+# `make lab-reset NB=chapters/04_writing_gemm_kernels.ipynb` takes the repository's version (yours moved aside).
+# `make lab-authors` opens the checkout itself, for those who mean to change the book's notebooks.
+WORKSPACE ?= workspace
+LAB_SERVER = JUPYTER_CONFIG_PATH=$(CURDIR)/$(VENV)/etc/scaledl-reader$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
 	$(VENV)/bin/jupyter lab --no-browser $(ALLOW_ROOT) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/chapters/00_getting_started.ipynb \
+		--LabApp.default_url=/lab/tree/chapters/00_getting_started.ipynb \
 		--ServerApp.jpserver_extensions="{'nbgrader.server_extensions.formgrader': False, \
 		'nbgrader.server_extensions.validate_assignment': False, 'nbgrader.server_extensions.assignment_list': False, \
 		'nbgrader.server_extensions.course_list': False}"
+
+# No news pop-up and no update check (JupyterLab's defaults fetch both): overrides.json in this .venv's
+# JupyterLab settings sets the defaults of every JupyterLab started from it, leaving the reader's own settings.
+lab-config: $(LAB_STAMP)
+	@mkdir -p $(VENV)/etc/scaledl-reader/labconfig $(VENV)/share/jupyter/lab/settings
+	@echo '{"disabledExtensions": {"@jupyter/nbgrader": true}}' > $(VENV)/etc/scaledl-reader/labconfig/page_config.json
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
+		> $(VENV)/share/jupyter/lab/settings/overrides.json
+
+lab: lab-config
+	@$(PY) -m scaledl book workspace --dir $(WORKSPACE)
+	@echo "Starting JupyterLab on your copy of the book in $(WORKSPACE)/ (the repository stays as it is)."
+	@echo "Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
+	@$(LAB_SERVER) --ServerApp.root_dir=$(abspath $(WORKSPACE))
+
+lab-authors: lab-config
+	@echo "Starting JupyterLab on the repository itself: what you save here is what git sees."
+	@echo "Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
+	@$(LAB_SERVER) --ServerApp.root_dir=$(CURDIR)
+
+lab-reset: $(LAB_STAMP)
+	@test -n "$(NB)" || { echo "usage: make lab-reset NB=chapters/04_writing_gemm_kernels.ipynb"; exit 2; }
+	@$(PY) -m scaledl book workspace --dir $(WORKSPACE) --reset $(NB)
 
 doctor: $(LAB_STAMP)
 	$(PY) -m scaledl doctor
@@ -104,7 +145,8 @@ test-notebooks: $(STAMP)
 
 # Jupyter Book 1.x over a tree staged from book.toml in _build/site-src (student labs only, no answer keys);
 # nothing is executed. Offline: MathJax is bundled. Search's page excerpts need http, not file://.
-book: $(STAMP)
+# Installs the [book] extra only (Jupyter Book, Sphinx and their extensions).
+book: $(BOOK_STAMP)
 	$(PY) -m scaledl book html --out _build/html
 	@echo "Static book written to _build/html; view it with: $(PY) -m http.server -d _build/html 8000"
 
@@ -117,7 +159,8 @@ validate: $(STAMP)
 	$(PY) -m scaledl validate --out validate-report $(if $(QUICK),--quick) $(if $(HOSTED),--hosted)
 
 # The student bundle (docs/instructor-guide.md): chapters without answer keys, student labs, the package.
-release: $(STAMP)
+# Installs the [release] extra only (nbformat); grading (`scaledl course grade`) needs [course].
+release: $(RELEASE_STAMP)
 	@test -n "$(OUT)" || { echo "usage: make release OUT=../course-students [ZIP=1] [FORCE=1]"; exit 2; }
 	$(PY) -m scaledl course release "$(OUT)" $(if $(ZIP),--zip) $(if $(FORCE),--force)
 

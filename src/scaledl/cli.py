@@ -6,6 +6,7 @@
     scaledl book list [--validated] the notebooks of the book, one path a line
     scaledl book html [--out DIR]   a static HTML copy of the book
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
+    scaledl book workspace [--dir D] [--reset NB]  the reader's copy `make lab` opens (git pull never touches it)
     scaledl book readme             rewrite the README's table of chapters and labs from book.toml
     scaledl book journey [--write] [NAME...]  each notebook's opening and "where next" cells, folded answers
     scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
@@ -116,13 +117,15 @@ def _book_command(args) -> int:
 
     book = load()
     if args.book_command == "check":
-        from scaledl.book.check import check_book, student_work
+        from scaledl.book.check import check_book, placeholder_warnings, student_work
         from scaledl.course.bundle import check_bundle, is_student_bundle
 
         bundle = is_student_bundle(book.root)  # a student bundle has no solutions to check labs against
         problems = check_bundle(book) if bundle else check_book(book)
         for p in problems:
             print(p)
+        for w in placeholder_warnings(book):
+            print(w)
         for f in [] if bundle else student_work(book):
             print(f"{f}: student work kept (edited or run since it was generated; no command overwrites it)")
         validated = sum(e.validated for e in book.entries)
@@ -172,6 +175,18 @@ def _book_command(args) -> int:
             return 1 if found else 0
         written = [f for e in entries for f in journey.write(book, e)]
         print("\n".join(f"updated {f}" for f in written) if written else "nothing to change")
+        return 0
+    if args.book_command == "workspace":
+        from pathlib import Path
+
+        from scaledl.book import workspace
+
+        folder = Path(args.dir) if os.path.isabs(args.dir) else book.root / args.dir
+        for nb in args.reset:
+            moved = workspace.reset(book, folder, nb)
+            print(f"{nb}: the repository's version" + (f"; yours moved to {moved.name}" if moved else ""))
+        if not args.reset:
+            print("\n".join(workspace.sync(book, folder).lines(folder)))
         return 0
     if args.book_command == "set-repository":
         from scaledl.book.repository import set_repository
@@ -224,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     jr.add_argument("names", nargs="*", help="chapter or lab ids (01, lab02); none: every written notebook")
     jr.add_argument("--write", action="store_true", help="update the notebooks (markdown cells only; a lab's "
                                                         "student copy is remade unless it holds student work)")
+    ws = bsub.add_parser("workspace", help="make or refresh the reader's copy of the book that `make lab` opens "
+                                           "(new and untouched files from the repository; the reader's kept)")
+    ws.add_argument("--dir", default="workspace", help="the copy's folder, relative to the book (default workspace)")
+    ws.add_argument("--reset", nargs="*", default=[], metavar="NB",
+                    help="take the repository's version of these files (yours is moved aside, never deleted)")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
     course = sub.add_parser("course", help="run a course: release the student bundle, grade submitted labs")

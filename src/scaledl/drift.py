@@ -25,6 +25,8 @@ import importlib.metadata
 import re
 from dataclasses import dataclass
 
+from scaledl._optional import install_command
+
 # (distribution, what it is): the first installed name of each kind gives its version.
 TOOLKIT_DISTS = ("cuda-toolkit", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime")
 NVVM_DISTS = ("nvidia-nvvm", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc")
@@ -93,7 +95,7 @@ def _fmt(v: tuple[int, int]) -> str:
 
 def _major_fix(driver: tuple[int, int], toolkit: tuple[int, int]) -> str:
     return (f"install the CUDA {driver[0]} wheels this driver runs: pip uninstall -y cuda-toolkit "
-            f"numba-cuda && pip install 'scaledl[cu{driver[0]}]' (numba-cuda[cu{driver[0]}]), then restart the "
+            f"numba-cuda, then {install_command(f'cu{driver[0]}')} (numba-cuda[cu{driver[0]}]); restart the "
             f"kernel; or update the NVIDIA driver to one for CUDA {_fmt(toolkit)} or newer (not possible on a "
             f"hosted image)")
 
@@ -125,7 +127,7 @@ def check(driver: str | None, toolkit: str | None, nvjitlink: str | None, nvvm: 
     if t is not None and n is None and t[0] <= d[0]:
         found.append(Drift("no-libnvvm", "the CUDA wheels are installed without libNVVM, so numba-cuda cannot "
                                          "compile any kernel",
-                           f"pip install 'scaledl[cu{d[0]}]' (numba-cuda[cu{d[0]}] brings libNVVM), or point "
+                           f"{install_command(f'cu{d[0]}')} (numba-cuda[cu{d[0]}] brings libNVVM), or point "
                            f"CUDA_HOME at a CUDA toolkit that has nvvm/"))
     return found
 
@@ -141,7 +143,7 @@ def explain(error: BaseException | str, driver: str | None = None, toolkit: str 
     if NO_NVVM.search(text):
         major = d[0] if d else (parse_version(toolkit) or (12, 0))[0]
         return Drift("no-libnvvm", "numba-cuda could not find libNVVM, the compiler that turns a kernel into PTX",
-                     f"pip install 'scaledl[cu{major}]' (numba-cuda[cu{major}] brings libNVVM as a wheel), or "
+                     f"{install_command(f'cu{major}')} (numba-cuda[cu{major}] brings libNVVM as a wheel), or "
                      f"set CUDA_HOME to a CUDA toolkit that has nvvm/, then restart the kernel")
     drifts = {x.kind: x for x in check(driver, toolkit, nvjitlink, nvvm)}
     if UNSUPPORTED_PTX.search(text) or INSUFFICIENT_DRIVER.search(text):

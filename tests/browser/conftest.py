@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the shared tracked module
+from tracked import copy_tracked  # noqa: E402
 # Flags that keep Chromium from reaching out to the network (refused on offline machines) and let it run
 # as root in a container.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -72,8 +74,7 @@ LAB_SETTINGS = {
 def jupyterlab(tmp_path_factory):
     """A JupyterLab server on a free port over a copy of the book's notebooks; yields (url, token, root)."""
     root = tmp_path_factory.mktemp("lab")
-    for folder in ("chapters", "labs"):
-        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    copy_tracked(root, "chapters", "labs")
     home = tmp_path_factory.mktemp("jupyter-home")  # fresh config, data (no notebook trusted) and settings
     settings = home / "settings"
     for name, value in LAB_SETTINGS.items():

@@ -15,7 +15,7 @@ import html
 import http.server
 import posixpath
 import re
-import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -25,6 +25,8 @@ import pytest
 from scaledl.book import load
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the shared tracked module
+from tracked import copy_tracked  # noqa: E402
 NAV_TAG, INTRO_TAG = "book-nav", "book-intro"
 LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s#]+\.ipynb)(?:#[^)\s]*)?\)")
 MAX_NAV_PAGES = 3  # chapters whose nav links are clicked through (each click is a page load)
@@ -46,11 +48,7 @@ def _nav_chapters(book) -> list:
 
 def _book_with_one_nav_cell(root: Path):
     """A copy of the book whose chapter 01 opens and ends with journey cells linking chapters and a lab."""
-    for name in ("book.toml", "references.bib", "README.md", "CONTRIBUTING.md"):
-        if (ROOT / name).is_file():
-            shutil.copyfile(ROOT / name, root / name)
-    for folder in ("chapters", "labs", "docs"):
-        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    copy_tracked(root, "book.toml", "references.bib", "README.md", "CONTRIBUTING.md", "chapters", "labs", "docs")
     book = load(root)
     chapters = [e for e in book.entries if e.kind == "chapter" and e.validated]
     holder, lab = chapters[1], next(e for e in book.entries if e.kind == "lab" and e.validated)

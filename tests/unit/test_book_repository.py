@@ -1,7 +1,7 @@
 """``scaledl book set-repository URL``: every copy of the repository URL follows book.toml's, the README's,
 CONTRIBUTING's, pyproject's and the Colab links included; other URLs stay. About 5 s."""
 
-import shutil
+import sys
 from pathlib import Path
 
 import nbformat
@@ -12,6 +12,8 @@ from scaledl.book import load
 from scaledl.book.repository import set_repository
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the shared tracked module
+from tracked import copy_tracked  # noqa: E402
 OLD, NEW = "https://example.org/r", "https://github.com/my-course/sdl-fork"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
@@ -72,10 +74,8 @@ def test_a_bad_url_changes_nothing(book):
 
 
 def test_the_real_book_keeps_no_copy_of_its_old_url(tmp_path):
-    for name in ("book.toml", "README.md", "CONTRIBUTING.md", "pyproject.toml", "chapters", "labs", "docs",
-                 "INSTRUCTORS.md"):
-        if (ROOT / name).exists():
-            (shutil.copytree if (ROOT / name).is_dir() else shutil.copy2)(ROOT / name, tmp_path / name)
+    copy_tracked(tmp_path, "book.toml", "README.md", "CONTRIBUTING.md", "pyproject.toml", "chapters", "labs", "docs",
+                 "INSTRUCTORS.md")
     old = load(tmp_path).repository
     changed = set_repository(load(tmp_path), NEW)
     assert {"book.toml", "README.md", "CONTRIBUTING.md", "pyproject.toml"} <= set(changed)

@@ -22,6 +22,8 @@ from scaledl.course.leaks import scan, secret_lines
 from scaledl.course.release import release, strip_hidden, student_lab
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the shared tracked module
+from tracked import copy_tracked  # noqa: E402
 BOOK = load(ROOT)
 
 
@@ -121,8 +123,7 @@ def test_zip_holds_the_bundle_under_one_folder(bundle):
 
 def _plant(root: Path) -> tuple[str, list[str]]:
     """Copy the book into ``root`` and give lab03's solution hidden tests in the three forms GRADE may use."""
-    for name in ("book.toml", "README.md", "chapters", "labs"):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy2)(ROOT / name, root / name)
+    copy_tracked(root, "book.toml", "README.md", "chapters", "labs")
     e = BOOK.resolve("lab03")
     path = root / e.solution
     nb = nbformat.read(path, 4)

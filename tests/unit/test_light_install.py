@@ -17,6 +17,9 @@ from scaledl import _optional
 from scaledl.book import load
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the shared tracked module
+from tracked import tracked  # noqa: E402
+
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 BOOK = load(ROOT)
 # import name -> distribution, where they differ
@@ -80,7 +83,7 @@ def test_every_notebook_import_is_in_the_runtime_install(path):
 
 def test_runtime_modules_import_only_the_runtime_install_or_say_which_extra():
     problems = []
-    for py in sorted((ROOT / "src").rglob("*.py")):
+    for py in [ROOT / p for p in tracked("src") if p.endswith(".py")]:
         rel = py.relative_to(ROOT / "src").as_posix()
         if TOOLS.match(rel):
             continue
@@ -106,13 +109,13 @@ BLOCK = "import sys\nfor m in {mods!r}: sys.modules[m] = None  # as if not insta
 
 @pytest.mark.parametrize("code, mods, expected", [
     ("from scaledl.comm.mpi import schedule_allreduce\nschedule_allreduce(None, [1.0])",
-     ("mpi4py", "mpi4py.MPI"), r"schedule_allreduce needs mpi4py, .* pip install 'scaledl\[mpi\]'"),
+     ("mpi4py", "mpi4py.MPI"), r"schedule_allreduce needs mpi4py, .* pip install \"scaledl\[mpi\] @ git\+"),
     ("from scaledl.comm.mpi import launch\nlaunch(2, ['-c', 'pass'])",
-     ("mpi4py",), r"running MPI ranks needs mpi4py, .* pip install 'scaledl\[mpi\]'"),
+     ("mpi4py",), r"running MPI ranks needs mpi4py, .* pip install \"scaledl\[mpi\] @ git\+"),
     ("from scaledl.cli import main\nsys.exit(main(['book', 'check']))",
-     ("nbformat",), r"`scaledl book check` needs nbformat, .* pip install 'scaledl\[lab\]'"),
+     ("nbformat",), r"`scaledl book check` needs nbformat, .* pip install \"scaledl\[lab\] @ git\+"),
     ("from scaledl.cli import main\nsys.exit(main(['course', 'release', '/tmp/nowhere']))",
-     ("nbformat",), r"`scaledl course release` needs nbformat, .* pip install 'scaledl\[(lab|course)\]'"),
+     ("nbformat",), r"`scaledl course release` needs nbformat, .* pip install \"scaledl\[(lab|course)\] @ git\+"),
 ])
 def test_a_missing_extra_is_named(code, mods, expected):
     run = subprocess.run([sys.executable, "-c", BLOCK.format(mods=mods) + code], capture_output=True,
@@ -134,3 +137,22 @@ def test_notebooks_that_run_mpi_install_the_mpi_extra():
     wrong = [p for p in sorted(set(_notebooks())) if MPI_USE.search(_code(p))
              and 'scaledl[mpi] @ git+' not in (ROOT / p).read_text()]
     assert wrong == []
+
+
+# `scaledl` is not on PyPI: a command that says `pip install scaledl` or `pip install 'scaledl[extra]'` (from an
+# index) promises a package that does not exist. Installs name a checkout or the book's git repository.
+PYPI_PROMISE = re.compile(r"""pip install\s+(['"]?)scaledl(\[[\w,]+\])?\1(?!\s*@)(?![-\w])""")
+
+
+def test_no_message_or_document_promises_a_pypi_package():
+    files = [p for p in tracked("src", "README.md", "INSTRUCTORS.md", "CONTRIBUTING.md", "docs", "chapters")
+             if p.endswith((".py", ".md", ".ipynb"))]
+    def text(p):
+        raw = (ROOT / p).read_text()
+        return "\n".join("".join(c["source"]) for c in json.loads(raw)["cells"]) if p.endswith(".ipynb") else raw
+
+    found = [f"{p}: {m.group(0)}" for p in files for m in PYPI_PROMISE.finditer(text(p))]
+    assert not found, "scaledl is not on PyPI; say how to install from a checkout or the repository:\n" + \
+        "\n".join(found)
+    assert PYPI_PROMISE.search("pip install 'scaledl[mpi]'") and PYPI_PROMISE.search("pip install scaledl")
+    assert not PYPI_PROMISE.search('pip install "scaledl[mpi] @ git+https://x/y"')

@@ -1,9 +1,11 @@
 """`make lab` starts the reader's JupyterLab without nbgrader's menus, toolbar and server extensions.
 
-nbgrader is in the [course] extra, so `make test` and `make book` ([dev]) install it into the .venv that
-`make lab` also uses. These tests read the command line `make -n lab` prints, check that it switches off every
+nbgrader is in the [course] extra, so `make test` ([dev]) installs it into the .venv that `make lab` also
+uses. These tests read the command line `make -n lab` prints, check that it switches off every
 nbgrader lab and server extension installed here, and (where JupyterLab is installed) start that command on a
-free port and read the page config and the nbgrader routes back from the server.
+free port and read the page config and the nbgrader routes back from the server. Also: `make lab` opens the
+reader's copy in workspace/ (scaledl.book.workspace) after refreshing it, `make lab-authors` the checkout, no
+recipe echoes its command, and the .venv's settings overrides switch off JupyterLab's news and update checks.
 """
 
 from __future__ import annotations
@@ -95,6 +97,43 @@ def test_make_lab_disables_nbgrader_lab_extension_through_its_own_config_path():
     assert Path(path).parent.name == "labconfig"  # where JupyterLab looks for page_config.json
 
 
+def _overrides(lines):
+    """The JupyterLab settings overrides `make lab` writes into the .venv, and where."""
+    (echo,) = [c for c in lines if c[:1] == ["echo"] and ">" in c and c[-1].endswith("overrides.json")]
+    return json.loads(echo[1]), echo[-1]
+
+
+def _recipe(target: str) -> list[str]:
+    """The recipe lines of ``target`` in the Makefile, as written."""
+    text = (ROOT / "Makefile").read_text()
+    m = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", text, re.M)
+    assert m, f"no {target} target"
+    return [line for line in m.group(1).split("\n") if line.startswith("\t") and not line.startswith("\t\t")]
+
+
+def test_make_lab_opens_the_readers_copy_after_refreshing_it():
+    lines = make_lab_lines()
+    sync = [i for i, c in enumerate(lines) if c[1:6] == ["-m", "scaledl", "book", "workspace", "--dir"]]
+    server = [i for i, c in enumerate(lines) if "lab" in c and any(t.endswith("/bin/jupyter") for t in c)]
+    assert len(sync) == 1 and len(server) == 1 and sync[0] < server[0]
+    assert lines[sync[0]][6] == "workspace"
+    assert _flag(lines[server[0]], "ServerApp.root_dir") == str(ROOT / "workspace")
+    out = subprocess.run(["make", "-n", "-s", "lab-authors"], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")}).stdout
+    (authors,) = [shlex.split(line) for line in out.replace("\\\n", " ").splitlines() if "/bin/jupyter" in line]
+    assert _flag(authors, "ServerApp.root_dir") == str(ROOT)
+
+
+def test_make_lab_echoes_no_command_and_switches_off_the_news():
+    for target in ("lab", "lab-authors", "lab-config", "lab-reset"):
+        noisy = [line for line in _recipe(target) if not line.startswith("\t@")]
+        assert not noisy, f"make {target} would echo {noisy}"
+    overrides, path = _overrides(make_lab_lines())
+    assert overrides == {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
+                                                                         "checkForUpdates": False}}
+    assert path.endswith("share/jupyter/lab/settings/overrides.json")    # this .venv's JupyterLab only
+
+
 def test_instructor_guide_says_how_to_get_nbgrader_back():
     guide = (ROOT / "docs" / "instructor-guide.md").read_text()
     assert "make lab" in guide and ".venv/bin/jupyter lab" in guide
@@ -123,11 +162,17 @@ def test_the_server_make_lab_starts_has_no_nbgrader(tmp_path):
     port, token = _free_port(), "scaledl-make-lab-test"
     lines = make_lab_lines(port)
     config, _ = _page_config(lines)
+    overrides, _ = _overrides(lines)
     (tmp_path / "labconfig").mkdir()
     (tmp_path / "labconfig" / "page_config.json").write_text(json.dumps(config))
+    (tmp_path / "app-settings").mkdir()
+    (tmp_path / "app-settings" / "overrides.json").write_text(json.dumps(overrides))
+    (tmp_path / "workspace").mkdir()          # a reader's own workspace/ is theirs, never a test's
     cmd = _jupyter_lab(lines)
-    cmd = [str(Path(sys.executable).with_name("jupyter")) if t.endswith("/bin/jupyter") else t
+    cmd = [str(Path(sys.executable).with_name("jupyter")) if t.endswith("/bin/jupyter") else
+           f"--ServerApp.root_dir={tmp_path / 'workspace'}" if t.startswith("--ServerApp.root_dir=") else t
            for t in cmd if not t.startswith("JUPYTER_CONFIG_PATH=")]
+    cmd.append(f"--LabApp.app_settings_dir={tmp_path / 'app-settings'}")
     assert f"--ServerApp.port={port}" in cmd and "--ServerApp.ip=127.0.0.1" in cmd
     env = {**os.environ, "JUPYTER_CONFIG_PATH": str(tmp_path), "JUPYTER_TOKEN": token,
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "SCALEDL_BACKEND": "simulator"}
@@ -147,6 +192,9 @@ def test_the_server_make_lab_starts_has_no_nbgrader(tmp_path):
         assert NBGRADER_LAB_EXTENSION in page_config["disabledExtensions"]
         for route in ("/formgrader", "/assignments", "/courses"):
             assert _get(f"{url}{route}?token={token}")[0] == 404, route
+        status, body = _get(f"{url}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}")
+        defaults = {k: v.get("default") for k, v in json.loads(body)["schema"]["properties"].items()}
+        assert status == 200 and defaults["fetchNews"] == "false" and defaults["checkForUpdates"] is False
     finally:
         proc.terminate()
         try:

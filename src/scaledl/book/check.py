@@ -139,6 +139,19 @@ def check_readme(book: Book) -> list[str]:
     return []
 
 
+PLACEHOLDER_ORG = "YOUR-ORG"
+
+
+def placeholder_warnings(book: Book) -> list[str]:
+    """Warnings, not problems: book.toml's repository is still the placeholder, so the setup cells' install
+    line cannot work outside a checkout; the fix is one command."""
+    if PLACEHOLDER_ORG not in book.repository:
+        return []
+    return [f"warning: book.toml's repository is the placeholder {book.repository}: every notebook's setup cell "
+            f"installs from it, which cannot work outside this checkout (Colab, Kaggle, a JupyterHub). Set the "
+            f"book's real home with `scaledl book set-repository https://github.com/ORG/REPO`."]
+
+
 def check_book(book: Book) -> list[str]:
     """Every problem found, as readable lines; an empty list means the book is consistent."""
     problems = []

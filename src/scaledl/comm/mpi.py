@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scaledl._optional import message, require
+from scaledl._optional import install_command, message, require
 from scaledl._deadline import Deadline
 from scaledl.comm.schedule import build
 
@@ -248,8 +248,8 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
     ``call_timeout_s``. Deadlocked MPICH ranks poll rather than sleep, a core each, so it pays to stop them early.
 
     Raises:
-        ModuleNotFoundError: no mpi4py, which the ranks import (``pip install 'scaledl[mpi]'``).
-        FileNotFoundError: no mpiexec (the ``mpich`` wheel: ``pip install 'scaledl[mpi]'``).
+        ModuleNotFoundError: no mpi4py, which the ranks import (the package's [mpi] extra).
+        FileNotFoundError: no mpiexec (the ``mpich`` wheel, in the [mpi] extra too).
         TimeoutError: the ranks did not finish within ``timeout_s``, or ``call_timeout_s`` after the ready
             file appeared (a deadlock, or an oversubscribed machine); they are killed first.
         RuntimeError: a rank failed; the message carries its output.
@@ -261,7 +261,7 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
     exe = mpiexec_path()
     if exe is None:
         raise FileNotFoundError("mpiexec not found next to this Python or on PATH; install MPICH with: "
-                                "pip install 'scaledl[mpi]'")
+                                + install_command("mpi"))
     src = str(Path(__file__).resolve().parents[2])
     full_env = dict(os.environ, **(env or {}))
     full_env["PYTHONPATH"] = os.pathsep.join(x for x in (src, full_env.get("PYTHONPATH")) if x)

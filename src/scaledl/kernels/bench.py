@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import scaledl.device
+from scaledl._optional import install_command
 
 # fractions of the baseline: see the module docstring, and bench_sections' for "spmv" and "quantize"
 TARGETS = {"gemm": 0.60, "stream": 0.85, "reduce": 0.85, "spmv": 0.70, "quantize": 0.85}
@@ -414,8 +415,8 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         return 2
     cp = _import_cupy()
     if cp is None:
-        print("scaledl bench needs CuPy for its baselines (cuBLAS, device copy); install it with "
-              "`pip install scaledl[cu12]` or `pip install scaledl[cu13]` to match your CUDA driver", file=out)
+        print("scaledl bench needs CuPy for its baselines (cuBLAS, device copy); install the package's cu12 or "
+              f"cu13 extra, to match your CUDA driver: {install_command('cu12')}", file=out)
         return 2
     sizes = gpu_sizes(args.quick, args.repeats)  # pragma: no cover - the rest needs a GPU
     repeats = sizes.repeats

@@ -33,6 +33,8 @@ import math
 
 import numpy as np
 
+from scaledl._optional import install_command
+
 MMA_TILE = 4  # a Volta tensor core computes a 4x4x4 product per clock (Dally, ScaledML 2018): hardware, not ISA
 
 # What one warp-level instruction computes, M x N x K, from NVIDIA's PTX ISA (mma and wgmma). Volta's
@@ -287,7 +289,7 @@ def measure_cupy_gemm_TFLOPS(n: int = 8192, mode: str = "fp32", *, repeats: int 
         import cupy
         from cupy._core import _routines_linalg as cupy_linalg
     except ImportError as err:
-        raise RuntimeError("CuPy is needed to time cuBLAS: pip install 'scaledl[cu12]' (or [cu13])") from err
+        raise RuntimeError(f"CuPy is needed to time cuBLAS: {install_command('cu12')} (or cu13)") from err
     cc = device.gpu_info().compute_capability
     if mode == "tf32" and cc < (8, 0):
         raise RuntimeError(f"TF32 needs compute capability 8.0 or later; this GPU has {cc[0]}.{cc[1]}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from scaledl import device
+from scaledl._optional import install_command
 
 
 def run(quick: bool, *, progress=print) -> dict:
@@ -21,7 +22,7 @@ def run(quick: bool, *, progress=print) -> dict:
         cp = bench._import_cupy()
         if cp is None:
             return {"status": "failed", "mode": "gpu", "rows": [], "errors": [
-                "CuPy is not installed, so there is no baseline: pip install scaledl[cu12] (or [cu13])"]}
+                f"CuPy is not installed, so there is no baseline: {install_command('cu12')} (or cu13)"]}
         baselines, sizes, mode = bench.CupyBaselines(cp), bench.gpu_sizes(quick), "gpu"
     else:
         baselines, sizes, mode = bench.HostBaselines(), bench.DRY_RUN_SIZES, "dry run"

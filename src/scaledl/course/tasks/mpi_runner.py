@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from scaledl._deadline import Deadline
+from scaledl._optional import install_command
 
 LOG_CHARS = 3000  # the tail of the ranks' output kept for a message: a traceback, not a flood
 READY_FILE = "ranks.ready"  # written by rank 0 once every rank has started (call_on_ranks' driver)
@@ -144,12 +145,12 @@ def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float,
     has started).
 
     Raises:
-        FileNotFoundError: no mpiexec (the ``mpich`` wheel: ``pip install 'scaledl[mpi]'``).
+        FileNotFoundError: no mpiexec (the ``mpich`` wheel, in the package's [mpi] extra).
     """
     exe = mpiexec()
     if exe is None:
         raise FileNotFoundError("mpiexec not found next to this Python or on PATH; install MPICH with: "
-                                "pip install 'scaledl[mpi]'")
+                                + install_command("mpi"))
     src = str(Path(__file__).resolve().parents[3])  # so the ranks import this scaledl, installed or not
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(x for x in (src, env.get("PYTHONPATH")) if x)
