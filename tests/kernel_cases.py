@@ -133,7 +133,7 @@ def gemm_bound(A, B):
 
 
 def check_gemm(M, K, N, *, variant, seed=0, kernel=None):
-    """GEMM v2 (tile 16) or v3 (128 x 128 x 8, 8 x 8 per thread): the GPU's tilings, launched directly."""
+    """GEMM v2 (tile 16), v3 to v8 (128 x 128 x 8, 8 x 8 per thread): the GPU's tilings, launched directly."""
     g = importlib.import_module("scaledl.kernels.gemm")  # the package exports a function of that name
     cfg = g.DEFAULT_TILING["cuda"][variant]
     kernel = kernel or g.kernel_for(variant, cfg)
@@ -397,6 +397,12 @@ CASES = {
     "gemm_tiled16": Case(check_gemm, dict(M=17, K=13, N=19), dict(M=1000, K=777, N=1023), dict(variant="tiled")),
     "gemm_regblock128": Case(check_gemm, dict(M=37, K=11, N=131), dict(M=1025, K=513, N=2049),
                              dict(variant="regblock")),
+    # v4 to v8 (scaledl.kernels.gemm_ladder); with K and N multiples of 4 every row is 16-byte aligned, so v6 to
+    # v8 take their 128-bit loads on a GPU (K = 513 takes the scalar fallback)
+    **{f"gemm_{v}128": Case(check_gemm, dict(M=37, K=11, N=131), dict(M=1025, K=513, N=2049), dict(variant=v))
+       for v in ("fixed_loads", "index32", "vec4", "unroll_k", "prefetch")},
+    **{f"gemm_{v}128_aligned": Case(check_gemm, dict(M=37, K=12, N=132), dict(M=1025, K=516, N=2052),
+                                    dict(variant=v)) for v in ("vec4", "unroll_k", "prefetch")},
     "sum_shared256": Case(check_sum, dict(n=1001, blocks=3), dict(n=2**22 + 3, blocks=1001), dict(variant="shared")),
     "sum_warp256": Case(check_sum, dict(n=1001, blocks=3), dict(n=2**22 + 3, blocks=1001), dict(variant="warp")),
     "conv_direct": Case(check_conv, dict(C=2, H=11, W=21, K=2), dict(C=64, H=57, W=63, K=33), dict(variant="direct")),

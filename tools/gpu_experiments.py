@@ -5,9 +5,11 @@ Why: the first H200 run (docs/gpu-runs/2026-11-26-nvidia-h200) measured the book
 and its copy kernel at 73 % of cudaMemcpy. One slot of device time cannot iterate, so this script times every
 candidate in one go and prints a table (and JSON) from which the book's defaults are chosen.
 
-Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR [SECTION ...]``, sections ``gemm`` (v3's
-tilings), ``gemm2d`` (lab 02's 2-D thread block with its own k-step), ``gemmfixed`` (v3 with load loops of
-fixed length: not yet run on a GPU), ``copy`` (copy kernel shapes), ``quantize`` (the e4m3 kernel without its
+Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR [SECTION ...]``, sections ``ladder`` (every
+variant of scaledl.kernels.gemm, v1 to v8, beside the prediction of scaledl.perf.kernel_model: v4 to v8 not
+yet run on a GPU), ``gemm`` (v3's tilings), ``gemm2d`` (lab 02's 2-D thread block with its own k-step),
+``gemmfixed`` (v3 with load loops of fixed length: not yet run on a GPU; the ladder's v4 is the version whose
+loads the compiler really issues together), ``copy`` (copy kernel shapes), ``quantize`` (the e4m3 kernel without its
 float64 division, bit-exact checked: not yet run on a GPU), ``ncu`` (one launch of each GEMM kernel,
 for Nsight Compute: ``ncu -k regex:regblock ... python tools/gpu_experiments.py /tmp ncu``); all but ncu by
 default. On the simulator it runs at tiny sizes, which tests the script itself.
@@ -24,10 +26,10 @@ import scaledl  # before numba.cuda: scaledl picks the backend
 from numba import cuda, float32
 
 from scaledl.kernels import bench
-from scaledl.kernels.gemm import gemm, regblock_kernel
+from scaledl.kernels.gemm import VARIANTS, gemm, regblock_kernel
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
-SECTIONS = set(sys.argv[2:]) or {"gemm", "copy", "gemm2d", "gemmfixed", "quantize"}
+SECTIONS = set(sys.argv[2:]) or {"ladder", "gemm", "copy", "gemm2d", "gemmfixed", "quantize"}
 PROFILE = "ncu" in SECTIONS  # under Nsight Compute: only the first config of each GEMM kernel, for its report
 if PROFILE:
     SECTIONS |= {"gemm", "gemm2d"}
@@ -35,7 +37,7 @@ GPU = scaledl.device.on_gpu()  # on the simulator: a dry run at tiny sizes, to t
 base = bench.CupyBaselines(bench._import_cupy()) if GPU else bench.HostBaselines()
 dev = cuda.get_current_device()
 SMS = dev.MULTIPROCESSOR_COUNT if GPU else 1
-results = {"device": str(getattr(dev, "name", "simulator")), "gemm": [], "copy": []}
+results = {"device": str(getattr(dev, "name", "simulator")), "gemm": [], "copy": [], "ladder": []}
 
 
 def launch_shape(blocks, threads):
@@ -71,7 +73,7 @@ def gemm_row(section, key, cfg, kernel, grid, block):
         else:
             t = bench.time_ms(lambda: kernel[grid, block](dA, dB, dC), 10)
             threads = block if isinstance(block, int) else block[0] * block[1]
-            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=threads, **kernel_facts(kernel))
+            row.update(ms=t, tflops=flops / t / 1e9, ratio=t_blas / t, threads=threads, **kernel_facts(kernel))
     except Exception as err:  # a config the compiler or the launch rejects: record it, go on
         row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
     results["gemm"].append(row)
@@ -89,8 +91,35 @@ run_blas()
 ref = blas_result()
 t_blas = bench.time_ms(run_blas, 10)
 flops = 2 * n**3
-print(f"cuBLAS SGEMM {n}^3: {t_blas:.3f} ms, {flops / t_blas / 1e9:,.0f} GFLOP/s", flush=True)
+print(f"cuBLAS SGEMM {n}^3: {t_blas:.3f} ms, {flops / t_blas / 1e9:,.1f} TFLOP/s", flush=True)  # FLOP / ms / 1e9
 results["cublas_ms"] = t_blas
+# ------------------------------------------------------------------ the ladder v1 to v8 at its default tilings
+if "ladder" in SECTIONS:
+    from scaledl.perf import kernel_model
+
+    predicted = {p.name: p for p in kernel_model.ladder_predictions()}
+    for i, variant in enumerate(VARIANTS):
+        name = f"gemm_v{i + 1}_{variant}"
+        row = {"variant": name}
+        try:
+            dC.copy_to_device(np.full((n, n), np.nan, np.float32))
+            gemm(dA, dB, variant=variant, out=dC)
+            cuda.synchronize()
+            got = dC.copy_to_host()
+            err = float(np.nanmax(np.abs(got - ref)))
+            if np.isnan(got).any() or err > 1e-3 * float(np.abs(ref).max()):
+                row["error"] = f"wrong result: max |diff| {err:.3g}"
+            else:
+                t = bench.time_ms(lambda: gemm(dA, dB, variant=variant, out=dC), 10)
+                row.update(ms=t, tflops=flops / t / 1e9, ratio=t_blas / t)
+        except Exception as err:  # a variant the compiler or the launch rejects: record it, go on
+            row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        p = predicted[name]
+        row.update(predicted_of_peak=p.expected, predicted_ceiling=p.ceiling, predicted_limit=p.limit,
+                   predicted_of_cublas=p.expected_of_cublas)
+        results["ladder"].append(row)
+        print("ladder", json.dumps(row), flush=True)
+
 CONFIGS = [(128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 128, 32, 8, 8), (128, 64, 16, 8, 4),
            (64, 128, 16, 4, 8), (128, 128, 16, 8, 4), (128, 128, 16, 4, 4), (64, 64, 8, 4, 4),
            (64, 64, 16, 4, 4), (64, 64, 32, 4, 4), (64, 64, 64, 4, 4), (128, 128, 8, 4, 8),
@@ -112,7 +141,7 @@ for cfg in CONFIGS if "gemm" in SECTIONS else []:
             row["error"] = f"wrong result: max |diff| {err:.3g} (tol {tol:.3g})"
         else:
             t = bench.time_ms(lambda: gemm(dA, dB, variant="regblock", out=dC, **kw), 10)
-            row.update(ms=t, gflops=flops / t / 1e9, ratio=t_blas / t, threads=(bm // tm) * (bn // tn),
+            row.update(ms=t, tflops=flops / t / 1e9, ratio=t_blas / t, threads=(bm // tm) * (bn // tn),
                        **kernel_facts(regblock_kernel(*cfg)))
     except Exception as err:  # a config the compiler or the launch rejects: record it, go on
         row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"

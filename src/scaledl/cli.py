@@ -13,6 +13,7 @@
     scaledl course grade DIR --lab L grade a folder of submitted lab notebooks (hidden tests, CSV, feedback)
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
     scaledl bench netsim [...]      CPU: ranks against seconds and memory for the network simulator
+    scaledl kernels report [--arch A] [--only NAME...]  registers, occupancy and inner loop of every kernel (no GPU)
     scaledl validate [--out DIR]    doctor, tests/gpu, bench and the GPU notebooks in one report (any machine)
 """
 
@@ -91,6 +92,12 @@ def doctor(out=sys.stdout) -> int:
     if versions["toolkit"] is not None:
         lines.append(f"cuda wheels  {versions['toolkit']} (libNVVM {versions['nvvm'] or 'missing'}, "
                      f"nvJitLink {versions['nvjitlink'] or 'missing'})")
+    from scaledl.kernels.static_report import INSTALL_HINT, tool_versions
+
+    tools = tool_versions()  # ptxas and nvdisasm: only `scaledl kernels report` needs them
+    lines.append(f"cuda tools   ptxas {tools['ptxas']}, nvdisasm {tools['nvdisasm']}" if all(tools.values()) else
+                 f"cuda tools   {' and '.join(t for t, v in tools.items() if v is None)} not found: needed only "
+                 f"for `scaledl kernels report` ({INSTALL_HINT})")
     found = drift.out_of_range() + drift.check(**versions)
     missing = [p for p in ("numpy", "numba", "numba-cuda", "ipywidgets", "matplotlib") if _version(p) is None]
     ok, smoke = smoke_test() if not missing else (False, "skipped: packages missing")
@@ -270,6 +277,15 @@ def build_parser() -> argparse.ArgumentParser:
                                          "baseline measured in the same run; `bench netsim`: the network "
                                          "simulator's ranks against seconds, on the CPU")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")
+    kernels = sub.add_parser("kernels", help="what the compiler makes of the book's kernels, without a GPU")
+    report = kernels.add_subparsers(dest="kernels_command", required=True).add_parser(
+        "report", help="registers, spills, shared memory, occupancy and the inner loop of each kernel (PTX, "
+                       "ptxas -v, SASS), and the GEMM model's predictions")
+    report.add_argument("--arch", default="sm_90", choices=("sm_80", "sm_90"), help="sm_90: H100/H200 (default); "
+                                                                                    "sm_80: A100")
+    report.add_argument("--only", nargs="+", metavar="NAME", help="these kernels (default: all; --list names them)")
+    report.add_argument("--save", metavar="DIR", help="also write each kernel's PTX, ptxas -v output and SASS")
+    report.add_argument("--list", action="store_true", help="print the kernels' names and exit")
     from scaledl.validate import add_arguments as add_validate_arguments
 
     add_validate_arguments(sub.add_parser("validate", help="doctor, tests/gpu, bench and every GPU notebook's "
@@ -296,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
 
             device.announce()
             return bench_main(args.bench_args)
+        if args.command == "kernels":
+            from scaledl.kernels.static_report import run_from_args as kernels_report
+
+            return kernels_report(args)
         if args.command == "validate":
             from scaledl.validate import run_from_args
 

@@ -63,3 +63,38 @@ def test_counted_traffic_equals_model(variant, tiling):
 def test_counted_regblock_traffic_any_shape(M, N, K):
     kw = dict(block_m=4, block_n=8, block_k=3, thread_m=2, thread_n=2)
     assert count_gemm_traffic(M, N, K, "regblock", **kw) == gemm_traffic(M, N, K, "regblock", **kw)
+
+
+# ------------------------------------------------------------------------- the ladder v4 to v8 (gemm_ladder)
+LADDER = ("fixed_loads", "index32", "vec4", "unroll_k", "prefetch")
+
+
+@pytest.mark.parametrize("variant", LADDER)
+@pytest.mark.parametrize("tiling", [
+    dict(block_m=16, block_n=8, block_k=4, thread_m=4, thread_n=2),  # 16 threads, 2 float4s of A each
+    dict(block_m=8, block_n=16, block_k=8, thread_m=2, thread_n=4),  # rectangular the other way, 2 k-steps
+])
+def test_ladder_other_tilings_at_odd_sizes(variant, tiling):
+    # K = 13: a ragged last k-step, and rows that are not 16-byte aligned (v6 to v8 fall back to scalar loads)
+    _check(variant, 21, 13, 19, seed=2, **tiling)
+
+
+@pytest.mark.parametrize("variant", LADDER)
+def test_ladder_aligned_rows(variant):
+    # K and N multiples of 4: every row starts 16-byte aligned, the float4 path on a GPU
+    _check(variant, 18, 24, 20, seed=3)
+
+
+@pytest.mark.parametrize("variant", LADDER)
+@pytest.mark.parametrize("tiling", [{}, dict(block_m=16, block_n=8, block_k=4, thread_m=4, thread_n=2)])
+def test_ladder_counted_traffic_equals_model(variant, tiling):
+    assert count_gemm_traffic(13, 11, 9, variant, **tiling) == gemm_traffic(13, 11, 9, variant, **tiling)
+
+
+def test_vec4_tilings_are_checked():
+    with pytest.raises(ValueError, match="block_k=3 and block_n=8 must be multiples of 4"):
+        gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), variant="vec4", block_m=8, block_n=8,
+             block_k=3, thread_m=2, thread_n=2)
+    with pytest.raises(ValueError, match="thread_m=1 and thread_n=2 must be even"):
+        gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), variant="prefetch", block_m=8, block_n=8,
+             block_k=4, thread_m=1, thread_n=2)

@@ -5,7 +5,8 @@ whose shape is an expression, a type that does not unify) passes every simulator
 fixture (tests/sim/conftest.py) compiles each kernel to PTX in a fresh process with the backend forced to
 "cuda"; this test also checks that the register-blocked GEMM keeps its accumulators in registers (no local
 memory) and issues one FMA per accumulator per k step. It covers every kernel in scaledl.kernels (the
-simulator-sized GEMM tilings too). Skipped where the toolkit libraries are missing.
+simulator-sized GEMM tilings too, and the ladder v4 to v8 of scaledl.kernels.gemm_ladder). Skipped where the
+toolkit libraries are missing.
 """
 
 import pytest
@@ -13,8 +14,14 @@ import pytest
 pytestmark = pytest.mark.sim
 
 BODY = r'''
+import numba.cuda.dispatcher as dispatcher
+# load4 (v6 to v8) is an overload, compiled like a device function for the current device: there is none
+# without a driver, so say it is the sm_90 compile_ptx targets anyway (as tests/sim/test_rnn_ptx.py does)
+dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
 import scaledl.kernels.gemm
 g = sys.modules["scaledl.kernels.gemm"]
+LADDER = {v: (g.kernel_for(v, g.DEFAULT_TILING["cuda"][v]), (a2, a2, a2)) for v in g.LADDER}
+LADDER.update({v + "_sim": (g.kernel_for(v, g.DEFAULT_TILING["simulator"][v]), (a2, a2, a2)) for v in g.LADDER})
 import scaledl.kernels.bandwidth as bw, scaledl.kernels.reduce as r, scaledl.kernels.conv as c
 import scaledl.kernels.quantize as q, scaledl.kernels.logdot as l, scaledl.kernels.smoke as sm
 compile_all({
@@ -31,13 +38,16 @@ compile_all({
     "quantize": (q.quantize_v1_arith, (a1, a1, f64, f64, i64s, i64s, f64, f64)),
     "logdot_v1": (l.logdot_v1, (i8, i32, i8, i32, i64s, i64s, i64)),
     "logdot_v2": (l.logdot_v2, (i8, i32, i8, i32, i64s, i64s, i64)),
-    "axpy": (sm.axpy, (float32, a1, a1, a1))})
+    "axpy": (sm.axpy, (float32, a1, a1, a1)), **LADDER})
 '''
 
 
 def test_every_kernel_compiles_to_ptx(compile_ptx):
     rows = compile_ptx(BODY)
-    assert len(rows) == 17, rows
+    assert len(rows) == 17 + 2 * 5, rows  # and GEMM v4 to v8 at the GPU's and the simulator's tilings
+    for v in ("fixed_loads", "index32", "vec4", "unroll_k", "prefetch"):
+        assert rows[v]["local"] == 0 and rows[v]["fma"] >= 64 and rows[v]["bar"] >= 2, (v, rows[v])
+        assert rows[v + "_sim"]["fma"] >= 4, v  # 2 x 2 accumulators
     assert rows["logdot_v1"]["local"] == 0 and rows["quantize"]["local"] == 0  # nothing spilled to local memory
     assert rows["regblock"]["local"] == 0, "v3's accumulators spilled to local memory"
     assert rows["regblock"]["fma"] >= 64  # 8 x 8 accumulators, each one FMA per k step, fully unrolled

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from scaledl.kernels import gemm, gemm_traffic
+from scaledl.kernels.gemm_traffic import fma_share_bound, shared_traffic
 import numpy as np
 
 
@@ -55,3 +56,29 @@ def test_gemm_argument_errors():
         gemm(np.ones(3, np.float32), np.ones((3, 2), np.float32))
     with pytest.raises(ValueError, match=r"out must have shape \(3, 2\)"):
         gemm(A, np.ones((4, 2), np.float32), out=np.empty((2, 3), np.float32))
+
+
+def test_ladder_moves_what_v3_moves():
+    # v4 to v8 keep v3's tiling: the same global loads (elements, whatever their width) and shared traffic
+    kw = dict(block_m=32, block_n=16, block_k=8, thread_m=4, thread_n=4)
+    v3 = gemm_traffic(64, 48, 40, "regblock", **kw)
+    for variant in ("fixed_loads", "index32", "vec4", "unroll_k", "prefetch"):
+        t = gemm_traffic(64, 48, 40, variant, **kw)
+        assert (t.loads_A, t.loads_B, t.stores) == (v3.loads_A, v3.loads_B, v3.stores)
+        assert shared_traffic(variant, **kw).bytes_per_flop == shared_traffic("regblock", **kw).bytes_per_flop
+
+
+def test_shared_traffic_per_flop():
+    # v3 at the GPU shape: 16 floats read per 64 FMAs (0.5 B/FLOP); 2048 floats stored per 128x128x8 tile
+    t = shared_traffic("regblock", block_m=128, block_n=128, block_k=8, thread_m=8, thread_n=8)
+    assert (t.load_bytes_per_flop, t.store_bytes_per_flop) == (0.5, 2048 * 4 / (2 * 128 * 128 * 8))
+    tiled = shared_traffic("tiled", tile=16)  # two floats read per FMA, two stored per 16 FMAs
+    assert (tiled.load_bytes_per_flop, tiled.store_bytes_per_flop, tiled.bytes_per_flop) == (4.0, 0.25, 4.25)
+    assert shared_traffic("naive").bytes_per_flop == 0
+
+
+def test_fma_share_bound_of_the_128_bit_variants():
+    kw = dict(block_m=128, block_n=128, block_k=8, thread_m=8, thread_n=8)
+    # 512 FMAs per tile; 32 LDS.128, a float4 each of A and B loaded, 4 + 1 stores
+    assert fma_share_bound("vec4", **kw) == pytest.approx(512 / (512 + 32 + 2 + 5))
+    assert fma_share_bound("fixed_loads", **kw) == fma_share_bound("regblock", **kw)

@@ -82,3 +82,14 @@ def test_warp_sectors_rejects_negative_stride():
     with pytest.raises(ValueError, match="stride_elements must be a non-negative int, got -1"):
         warp_load_sectors(-1)
 
+
+
+def test_a100_limits():
+    from scaledl.kernels.occupancy import A100_SXM
+
+    assert (A100_SXM.n_sms, A100_SXM.shared_bytes) == (108, 163 * 1024)
+    # same register file as the H100: v3's 196 registers (200 allocated) still leave one 256-thread block
+    assert occupancy(256, 200, 8320, A100_SXM).blocks_per_sm == 1
+    # 64 KB of shared memory per block: two fit in the A100's 163 KB, three in the H100's 227 KB
+    assert occupancy(128, 32, 64 * 1024, A100_SXM).blocks_per_sm == 2
+    assert occupancy(128, 32, 64 * 1024, H100_SXM).blocks_per_sm == 3

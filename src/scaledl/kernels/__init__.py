@@ -1,8 +1,10 @@
 """Numba CUDA kernels, one module per operation: NumPy reference first, numbered variants, then a launcher.
 
 ==================  ===========================================================================
-``gemm``            C = A @ B: v1 naive, v2 shared-memory tiled, v3 register-blocked
-``gemm_traffic``    global loads/stores/FLOPs of each GEMM variant: model and counted run
+``gemm``            C = A @ B: v1 naive, v2 shared-memory tiled, v3 register-blocked; the launcher of all eight
+``gemm_ladder``     GEMM v4 to v8: v3 one change at a time (loads in flight, 32-bit indices, float4, ...)
+``vector_load``     ``load4``: four float32 in one 128-bit load (CUDA's float4) from a Numba kernel
+``gemm_traffic``    global loads/stores/FLOPs and shared traffic of each GEMM variant: model and counted run
 ``bandwidth``       copy / scale / triad streams and an FMA-throughput kernel (the two ceilings)
 ``reduce``          sum: shared-memory tree, then a warp-shuffle finish
 ``occupancy``       how a launch fills the GPU: blocks per SM, tile and wave quantization, coalescing
@@ -13,6 +15,9 @@
 ``rnn``             a simple RNN: standard step kernel, persistent kernels (W in shared memory, block / grid)
 ``rnn_traffic``     bytes and time per RNN step, standard vs persistent; what fits on chip
 ``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
+``static_report``   ``scaledl kernels report``: registers, spills, occupancy, inner loop, without a GPU
+``launch_table``    every kernel the book launches on a GPU, at its GPU launch shape (the report's list)
+``sass``            reading ``ptxas -v`` and ``nvdisasm`` output: resources, loops, loads in flight
 ==================  ===========================================================================
 
 Every variant runs on the active backend (see :mod:`scaledl.device`) and is checked against its reference at

@@ -1,4 +1,4 @@
-"""GEMM, C = A @ B in float32: a NumPy reference, three kernels, and a launcher that runs on either backend.
+"""GEMM, C = A @ B in float32: a NumPy reference, eight kernels, and a launcher that runs on either backend.
 
 The variants, each one step further from the naive loop:
 
@@ -9,6 +9,25 @@ The variants, each one step further from the naive loop:
 * ``v3 regblock``: each thread keeps a ``thread_m x thread_n`` patch of C in registers and the block covers a
   ``block_m x block_n`` patch of C; a fetched element is reused ``block_n`` (A) or ``block_m`` (B) times, and
   each shared-memory read feeds several FMAs.
+
+v4 to v8 (:mod:`scaledl.kernels.gemm_ladder`, launched from here like the others) keep v3's tiling and change
+one thing each, for a reason the first H200 run gave (v3 at 15 % of cuBLAS: 196 registers, so 8 warps per SM,
+stalled on global loads issued one at a time; docs/gpu-runs/2026-11-26-nvidia-h200) or that ``scaledl kernels
+report`` shows in the machine code (:mod:`scaledl.kernels.static_report`):
+
+* ``v4 fixed_loads``: the tile loads run in loops of fixed length, so a thread's share fits an array in
+  registers and every load is issued before the first store waits on one (v3 loaded, waited, stored: one load
+  in flight at a time).
+* ``v5 index32``: indices in unsigned 32-bit arithmetic: Numba's default, 64-bit signed indices with
+  negative-index wrap-around, cost registers and an address calculation per access (about 160 -> 120
+  registers: two blocks of 256 threads per SM instead of one).
+* ``v6 vec4``: 128-bit global loads (:func:`scaledl.kernels.vector_load.load4`, CUDA's ``float4``), and each
+  thread's rows and columns in two runs of ``thread_m / 2`` (``thread_n / 2``) neighbours, so the inner loop
+  reads shared memory 128 bits at a time too (A's tile is stored transposed, as in v3).
+* ``v7 unroll_k``: the k loop in steps of two (an inner loop of constant trip count, which the compiler
+  unrolls), so its counter and branch are paid once per ``2 thread_m thread_n`` FMAs.
+* ``v8 prefetch``: the next tile is loaded into registers while the current one is multiplied, so its loads
+  are in flight during the arithmetic instead of before it.
 
 Every kernel guards its loads and stores, so any ``M x K @ K x N`` works, including sizes that are not
 multiples of the tile. :mod:`scaledl.kernels.gemm_traffic` counts what each variant moves.
@@ -33,7 +52,12 @@ import numpy as np
 import scaledl.device  # noqa: F401  (takes the backend decision before numba.cuda is imported)
 from numba import cuda, float32
 
-VARIANTS = ("naive", "tiled", "regblock")
+from scaledl.kernels.gemm_ladder import (LADDER_FACTORIES, fixed_loads_kernel, index32_kernel,  # noqa: F401
+                                         prefetch_kernel, unroll_k_kernel, vec4_kernel)
+
+# In ladder order; the last is the fastest the book's model predicts (scaledl.perf.kernel_model).
+VARIANTS = ("naive", "tiled", "regblock", "fixed_loads", "index32", "vec4", "unroll_k", "prefetch")
+LADDER = VARIANTS[3:]  # v4 on: v3's tiling, one change each
 
 
 # --------------------------------------------------------------------------------------------- reference
@@ -79,11 +103,30 @@ class RegBlockConfig:
         return (self.block_m // self.thread_m) * (self.block_n // self.thread_n)
 
 
+@dataclass(frozen=True)
+class Vec4Config(RegBlockConfig):
+    """v6 to v8: v3's tiling, with what 128-bit accesses need: rows of the tiles in whole float4s
+    (``block_k``, ``block_n`` multiples of 4) and each thread's rows and columns in two equal runs."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.block_k % 4 or self.block_n % 4:
+            raise ValueError(f"block_k={self.block_k} and block_n={self.block_n} must be multiples of 4 (float4 "
+                             "loads)")
+        if self.thread_m % 2 or self.thread_n % 2:
+            raise ValueError(f"thread_m={self.thread_m} and thread_n={self.thread_n} must be even (two runs each)")
+
+
 # What gemm() uses on each backend. The simulator runs one Python thread per CUDA thread, so its shapes are
 # small (64 threads per block) while keeping every mechanism (several k-steps, several outputs per thread).
+# v4 to v8 keep v3's shapes, so each row of the ladder differs from the one before by its one change.
 DEFAULT_TILING = {
-    "cuda": {"naive": None, "tiled": TiledConfig(16), "regblock": RegBlockConfig(128, 128, 8, 8, 8)},
-    "simulator": {"naive": None, "tiled": TiledConfig(8), "regblock": RegBlockConfig(16, 16, 8, 2, 2)},
+    "cuda": {"naive": None, "tiled": TiledConfig(16), "regblock": RegBlockConfig(128, 128, 8, 8, 8),
+             "fixed_loads": RegBlockConfig(128, 128, 8, 8, 8), "index32": RegBlockConfig(128, 128, 8, 8, 8),
+             **{v: Vec4Config(128, 128, 8, 8, 8) for v in ("vec4", "unroll_k", "prefetch")}},
+    "simulator": {"naive": None, "tiled": TiledConfig(8), "regblock": RegBlockConfig(16, 16, 8, 2, 2),
+                  "fixed_loads": RegBlockConfig(16, 16, 8, 2, 2), "index32": RegBlockConfig(16, 16, 8, 2, 2),
+                  **{v: Vec4Config(16, 16, 8, 2, 2) for v in ("vec4", "unroll_k", "prefetch")}},
 }
 NAIVE_BLOCK = (16, 16)  # threads per block of v1 (x along columns of C, so a warp reads B coalesced)
 
@@ -247,7 +290,8 @@ def kernel_for(variant: str, config):
     if variant == "tiled":
         return tiled_kernel(int(config.tile))
     c = config
-    return regblock_kernel(int(c.block_m), int(c.block_n), int(c.block_k), int(c.thread_m), int(c.thread_n))
+    factory = LADDER_FACTORIES.get(variant, regblock_kernel)
+    return factory(int(c.block_m), int(c.block_n), int(c.block_k), int(c.thread_m), int(c.thread_n))
 
 
 def _check_operand(name: str, X) -> tuple[int, int]:
@@ -265,7 +309,7 @@ def gemm(A, B, variant: str = "tiled", out=None, **tiling):
     Args:
         A: ``M x K`` float32 (NumPy, or a device array on a GPU).
         B: ``K x N`` float32.
-        variant: ``"naive"`` (v1), ``"tiled"`` (v2) or ``"regblock"`` (v3).
+        variant: ``"naive"`` (v1), ``"tiled"`` (v2), ``"regblock"`` (v3), or v4 to v8 (:data:`VARIANTS`).
         out: optional ``M x N`` float32 array to write into (same kind as A).
         **tiling: overrides of the variant's tiling, e.g. ``tile=8`` or ``block_m=64``.
 

@@ -10,9 +10,14 @@ replaced by zero without a load):
 * naive: each of the ``M N`` threads reads a row of A and a column of B: ``M N K`` loads of each.
 * tiled (tile ``T``): the A row-panel of a block is read once per block column, ``ceil(N / T)`` times;
   the B column-panel once per block row: ``A: M K ceil(N/T)``, ``B: K N ceil(M/T)``.
-* regblock (``block_m x block_n`` per block): ``A: M K ceil(N/block_n)``, ``B: K N ceil(M/block_m)``.
+* regblock and v4 to v8 (``block_m x block_n`` per block): ``A: M K ceil(N/block_n)``, ``B: K N
+  ceil(M/block_m)``. v6 to v8 load four neighbours with one 128-bit instruction; the count is of elements, the
+  same.
 
-All three store C once: ``M N`` stores. FLOPs are ``2 M N K`` (one multiply and one add per term).
+All of them store C once: ``M N`` stores. FLOPs are ``2 M N K`` (one multiply and one add per term).
+
+:func:`shared_traffic` gives the shared-memory side: bytes each thread reads from and writes to shared memory
+per FLOP, from the tiling (a naive kernel uses none).
 
 >>> t = gemm_traffic(64, 64, 64, "tiled", tile=16)
 >>> t.loads, t.stores, round(t.arithmetic_intensity_flop_per_byte, 2)
@@ -89,8 +94,8 @@ def gemm_traffic(M: int, N: int, K: int, variant: str, **tiling) -> GemmTraffic:
 
     Args:
         M, N, K: the problem (C is M x N, the sum runs over K).
-        variant: ``"naive"``, ``"tiled"`` or ``"regblock"``.
-        **tiling: ``tile=`` (tiled) or ``block_m=, block_n=, block_k=, thread_m=, thread_n=`` (regblock);
+        variant: one of :data:`scaledl.kernels.gemm.VARIANTS`.
+        **tiling: ``tile=`` (tiled) or ``block_m=, block_n=, block_k=, thread_m=, thread_n=`` (the others);
             missing ones default to what :func:`scaledl.kernels.gemm` uses on the active backend.
 
     Raises:
@@ -196,7 +201,10 @@ def count_gemm_traffic(M: int, N: int, K: int, variant: str, *, seed: int = 0, *
     return GemmTraffic(M, N, K, variant, A.reads, B.reads, C.writes)
 
 
-__all__ = ["GemmTraffic", "gemm_traffic", "count_gemm_traffic", "fma_share_bound", "CountingArray", "VARIANTS"]
+__all__ = ["GemmTraffic", "gemm_traffic", "count_gemm_traffic", "fma_share_bound", "SharedTraffic", "shared_traffic",
+           "CountingArray", "VARIANTS"]
+
+VECTOR_VARIANTS = ("vec4", "unroll_k", "prefetch")  # v6 to v8: 128-bit global and shared accesses
 
 
 def fma_share_bound(variant: str, **tiling) -> float:
@@ -218,6 +226,50 @@ def fma_share_bound(variant: str, **tiling) -> float:
     else:
         c = config
         fmas = c.block_k * c.thread_m * c.thread_n
-        staged = (c.block_m * c.block_k + c.block_k * c.block_n) / c.threads_per_block
-        mem = c.block_k * (c.thread_m + c.thread_n) + 2 * staged
+        staged_a = c.block_m * c.block_k / c.threads_per_block
+        staged_b = c.block_k * c.block_n / c.threads_per_block
+        if variant in VECTOR_VARIANTS:  # a shared read or global load moves 4 floats; A's stores stay scalar
+            mem = c.block_k * (c.thread_m + c.thread_n) / 4 + (staged_a + staged_b) / 4 + staged_a + staged_b / 4
+        else:
+            mem = c.block_k * (c.thread_m + c.thread_n) + 2 * (staged_a + staged_b)
     return fmas / (fmas + mem)
+
+
+@dataclass(frozen=True)
+class SharedTraffic:
+    """Shared-memory bytes a thread reads and writes per FLOP it computes (one FMA is two FLOPs)."""
+
+    variant: str
+    load_bytes_per_flop: float
+    store_bytes_per_flop: float
+
+    @property
+    def bytes_per_flop(self) -> float:
+        return self.load_bytes_per_flop + self.store_bytes_per_flop
+
+
+def shared_traffic(variant: str, **tiling) -> SharedTraffic:
+    """Shared-memory traffic per FLOP of ``variant``, from its tiling (the same for any problem size, edges aside).
+
+    * tiled (tile T): each FMA reads one element of each tile; each thread stores one element of each per T
+      FMAs.
+    * regblock and v4 to v8: per k step a thread reads ``thread_m + thread_n`` elements for ``thread_m thread_n``
+      FMAs, and the block stores ``(block_m + block_n) block_k`` elements per ``block_m block_n block_k`` FMAs.
+
+    Bytes are counted per thread: a warp whose lanes read one address (a broadcast) costs the hardware less,
+    one whose lanes collide on a bank costs it more.
+
+    >>> round(shared_traffic("regblock", block_m=128, block_n=128, block_k=8, thread_m=8, thread_n=8).bytes_per_flop, 3)
+    0.531
+    """
+    config = resolve_tiling(variant, tiling)
+    b = FLOAT32_BYTES
+    if variant == "naive":
+        return SharedTraffic(variant, 0.0, 0.0)
+    if variant == "tiled":
+        T = config.tile
+        return SharedTraffic(variant, 2 * b / 2, 2 * b / (2 * T))
+    c = config
+    loads = (c.thread_m + c.thread_n) * b / (2 * c.thread_m * c.thread_n)
+    stores = (c.block_m + c.block_n) * c.block_k * b / (2 * c.block_m * c.block_n * c.block_k)
+    return SharedTraffic(variant, loads, stores)

@@ -45,6 +45,12 @@ class SMLimits:
 H100_SXM = SMLimits("H100 SXM", n_sms=132, max_threads=2048, max_blocks=32, registers=65536,
                     max_registers_per_thread=255, shared_bytes=227 * 1024)
 
+# A100 SXM4 (compute capability 8.0). SM count: NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), 108
+# SMs. Per-SM limits: the same table of the CUDA C++ Programming Guide, column 8.0: 2048 threads, 32 blocks,
+# 64 K registers (at most 255 per thread), 164 KB shared memory per SM of which 163 KB are available to blocks.
+A100_SXM = SMLimits("A100 SXM", n_sms=108, max_threads=2048, max_blocks=32, registers=65536,
+                    max_registers_per_thread=255, shared_bytes=163 * 1024)
+
 
 @dataclass(frozen=True)
 class Occupancy:
@@ -151,5 +157,5 @@ def warp_load_sectors(stride_elements: int, element_bytes: int = 4, warp_size: i
     return len(sectors)
 
 
-__all__ = ["SMLimits", "H100_SXM", "Occupancy", "occupancy", "LaunchWaves", "launch_waves",
+__all__ = ["SMLimits", "H100_SXM", "A100_SXM", "Occupancy", "occupancy", "LaunchWaves", "launch_waves",
            "warp_load_sectors"]

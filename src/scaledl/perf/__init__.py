@@ -17,6 +17,8 @@
 ``interconnect``   one DGX-2 against two DGX-1 (bisection, all-reduce, all-to-all, Amdahl), CPU-GPU links
                    (PCIe against POWER9's NVLink 2)
 ``frameworks``     NVIDIA's 2018 framework table as data, with dated, sourced corrections
+``kernel_model``   a GEMM kernel's fraction of the FP32 peak from its static facts: issue, latency and
+                   bandwidth ceilings, held against the H200 run
 =================  ===================================================================================
 
 The submodules are imported on demand (``from scaledl.perf import hardware``), so importing this package
