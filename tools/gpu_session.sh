@@ -6,7 +6,7 @@
 # validate.tgz (report.json/.md, tests-gpu.xml, executed notebooks), hosted.log, hosted.tgz; with
 # STAGES="experiments ncu validate" also experiments.log/.json and ncu.txt (VALIDATE_ARGS replaces --only ...).
 set -u
-budget=${1:-300}  # seconds for `scaledl validate`; the hosted dry run then takes at most 2 x 50 s
+budget=${1:-300}  # seconds for `scaledl validate`; the hosted dry run then takes at most 2 x 120 s
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 start=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
@@ -40,7 +40,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/hosted
 PYTHONPATH="$OLDPWD/src" python3 -c "from scaledl.validate.hosted import DRIVER; open('driver.py', 'w').write(DRIVER)"
 for nb in chapters/04_writing_gemm_kernels.ipynb labs/solutions/lab02_tiled_gemm.ipynb; do
   d=/tmp/hosted/$(basename "$nb" .ipynb); mkdir -p "$d"; cp "$OLDPWD/$nb" "$d/"
-  (cd "$d" && env -u SCALEDL_BOOK_ROOT PYTHONPATH=/tmp/hosted/site:/tmp/site timeout -k 5 50 \
+  (cd "$d" && env -u SCALEDL_BOOK_ROOT PYTHONPATH=/tmp/hosted/site:/tmp/site timeout -k 5 120 \
      python3 /tmp/hosted/driver.py "$(basename "$nb")") >> "$OUT/hosted.log" 2>&1
   echo "$nb exit $?" >> "$OUT/hosted.log"
 done

@@ -138,3 +138,27 @@ def test_variants_are_found_by_name_but_kept_out_of_the_chip_table():
     assert a40.fp16_TFLOPS == hw.get("A100").fp16_TFLOPS and a40.memory_bandwidth_GBps == 1555
     with pytest.raises(ValueError, match="known devices: .*P100 PCIe 16GB"):
         hw.get("P100 PCIe 12GB")
+
+
+def test_gh100_rates_are_quoted_at_two_clocks():
+    """The H100/H200 datasheet quotes FP32 at the 1.98 GHz boost clock and the tensor cores at 1.83 GHz (the
+    whitepaper's figures per SM per clock); on one clock the tensor cores are 8x (TF32) and 16x (FP16) FP32."""
+    for name in ("H100 SXM", "H200 SXM"):
+        assert hw.quoted_clock_GHz(name, "fp32") == pytest.approx(1.98, abs=0.005)
+        for p in ("tf32", "fp16", "bf16", "fp8", "int8"):
+            assert hw.quoted_clock_GHz(name, p) == pytest.approx(1.83, abs=0.005), p
+    tensor_clock = hw.quoted_clock_GHz("H200", "tf32")
+    fp32_there = hw.peak_at_clock_TFLOPS("H200", "fp32", tensor_clock)
+    assert fp32_there == pytest.approx(61.8, abs=0.05)
+    assert hw.peak_at_clock_TFLOPS("H200", "tf32", tensor_clock) / fp32_there == pytest.approx(8.0)
+    assert hw.peak_at_clock_TFLOPS("H200", "fp16", tensor_clock) / fp32_there == pytest.approx(16.0, rel=2e-3)
+    assert hw.peak_at_clock_TFLOPS("H200", "fp32", hw.quoted_clock_GHz("H200", "fp32")) == pytest.approx(67.0)
+
+
+def test_clock_helpers_reject_what_they_do_not_know():
+    with pytest.raises(ValueError, match=r"device='A100 SXM4 80GB': clocks per precision are known for H100 SXM, H200"):
+        hw.quoted_clock_GHz("A100", "fp32")
+    with pytest.raises(ValueError, match=r"precision='fp64': no FLOPs per SM per clock"):
+        hw.quoted_clock_GHz("H200", "fp64")
+    with pytest.raises(ValueError, match=r"clock_GHz must be a positive number, got 0"):
+        hw.peak_at_clock_TFLOPS("H200", "fp32", 0)

@@ -8,6 +8,9 @@ baseline. Targets (printed beside the ratio): register-blocked GEMM at 4096^3 >=
 streams and the reduction >= 85 % of the copy bandwidth.
 
 The four later sections (``spmv``, ``nm``, ``rnn``, ``quantize``) live in :mod:`scaledl.kernels.bench_sections`.
+Where one call costs the host more than the kernel costs the GPU (SpMV at low density: tens of microseconds of
+Python and library work per call), back-to-back launches between two events still time the host; there
+:func:`time_queued_ms` queues the launches behind a kernel that holds the GPU, so the events time only the GPU.
 
 On the simulator it prints one line and returns 2: timings of simulated threads mean nothing. The
 measuring functions themselves still run there (``time_ms`` falls back to the wall clock, and the baselines
@@ -25,11 +28,14 @@ import datetime
 import statistics
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 import scaledl.device
+from numba import cuda, uint32
+from numba.core.errors import NumbaPerformanceWarning
 from scaledl._optional import install_command
 
 # fractions of the baseline: see the module docstring, and bench_sections' for "spmv" and "quantize"
@@ -205,6 +211,80 @@ def time_ms(fn, repeats: int, warmup: int = 3, inner: int = 1) -> float:
     return statistics.median(times)
 
 
+@cuda.jit
+def hold_kernel(microseconds):
+    """Keep the GPU busy for about ``microseconds`` doing nothing (launch it as ``[1, 1]``): ``nanosleep`` of
+    1 us at a time, which the hardware may cut short or stretch to twice that (PTX ISA, ``nanosleep``)."""
+    for _ in range(microseconds):
+        cuda.nanosleep(uint32(1000))
+
+
+class NotQueued(RuntimeError):
+    """:func:`time_queued_ms` could not queue a sample's calls while the GPU was held: a call waits for the
+    GPU itself (a synchronous copy or allocation), so its time cannot be separated from the host's."""
+
+
+HOLD_LIMIT_US = 200_000  # the longest hold tried before giving up (NotQueued)
+
+
+def time_queued_ms(fn, repeats: int, warmup: int = 3, inner: int = STREAM_INNER) -> float:
+    """Median milliseconds of GPU time per call of ``fn()``, the host's cost of each call left out.
+
+    :func:`time_ms` times ``inner`` back-to-back calls between two events; when a call costs the host more
+    than its kernel costs the GPU, the GPU waits for each launch and the events time the host. Here each
+    sample first launches :func:`hold_kernel`, then records the start event, makes the ``inner`` calls and
+    records the stop event while the hold still runs, so everything is queued before the GPU reaches the start
+    event and the calls run back to back: the events see only the GPU's work (and the gaps between queued
+    kernels, a microsecond or two). The same idea as NVBench's ``blocking_kernel`` (NVIDIA, *NVBench: CUDA
+    Kernel Benchmarking Library*, GitHub, 2020), which warns that a held stream takes only a few dozen queued
+    launches before the host blocks too: keep ``inner`` small (a call may launch several kernels).
+
+    A sample counts only if its start event had not yet completed once the stop event was queued; otherwise
+    the hold was too short, it is doubled and the sample repeated (the first hold: twice the host time of the
+    warm-up calls). On the simulator, where events record nothing, it is :func:`time_ms`'s wall clock.
+
+    Raises:
+        ValueError: ``repeats``, ``inner`` below 1 or ``warmup`` below 0.
+        NotQueued: no hold up to :data:`HOLD_LIMIT_US` let the calls queue (a call synchronises).
+    """
+    for name, v, least in (("repeats", repeats, 1), ("inner", inner, 1), ("warmup", warmup, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
+    if not scaledl.device.on_gpu():
+        return time_ms(fn, repeats, warmup=warmup, inner=inner)
+    t0 = time.perf_counter()  # pragma: no cover - the rest needs a GPU
+    for _ in range(warmup):
+        fn()
+    cuda.synchronize()
+    per_call_us = (time.perf_counter() - t0) * 1e6 / max(warmup, 1)
+    hold_us, times = max(100, int(2 * inner * per_call_us)), []
+    while len(times) < repeats:
+        start, stop = cuda.event(), cuda.event()
+        with warnings.catch_warnings():  # a one-thread grid: Numba's low-occupancy warning is the point here
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            hold_kernel[1, 1](hold_us)
+        start.record()
+        for _ in range(inner):
+            fn()
+        stop.record()
+        queued = not start.query()  # the GPU was still holding when the last call was queued
+        stop.synchronize()
+        if queued:
+            times.append(cuda.event_elapsed_time(start, stop) / inner)
+        elif hold_us >= HOLD_LIMIT_US:
+            raise NotQueued(f"calls could not be queued behind a {hold_us} us hold: a call waits for the GPU, "
+                            f"or {inner} calls launch more kernels than a held stream queues")
+        else:
+            hold_us *= 2
+    return statistics.median(times)
+
+
+def cupy_baselines() -> CupyBaselines | None:
+    """:class:`CupyBaselines` on CuPy with TF32 off, or None where CuPy is missing (the simulator's machines)."""
+    cp = _import_cupy()
+    return None if cp is None else CupyBaselines(cp)
+
+
 class CupyBaselines:
     """The baselines every kernel is compared with, measured in the same process through CuPy.
 
@@ -329,6 +409,24 @@ def bench_gemm(baselines, n: int, repeats: int) -> list[Row]:
         rate = flops / t / 1e6
         rows.append(Row(f"gemm {variant}", f"{n}^3", t, rate, "GFLOP/s", "cuBLAS", rate / rows[0].rate,
                         TARGETS["gemm"] if variant == "regblock" else None))
+    return rows
+
+
+def time_gemms_beside_baseline(runs: dict, dA, dB, baselines, repeats: int = 10) -> list[Row]:
+    """Time the baseline's GEMM of ``dA @ dB`` and then each ``runs[name]()`` (a GEMM of the same operands, done
+    by the caller's kernel) in this process, one after the other: rows as :func:`bench_gemm`'s, each with
+    its rate over the baseline's measured here. A notebook that times its own kernels uses it, so that its
+    share of cuBLAS is not a ratio against a cuBLAS timed in another process. Nothing is checked here: the
+    caller checks its kernels first."""
+    M, K = dA.shape
+    N = dB.shape[1]
+    flops, size = 2 * M * N * K, (f"{M}^3" if M == N == K else f"{M}x{K}x{N}")
+    run_ref, _ = baselines.gemm(dA, dB)
+    t_ref = time_ms(run_ref, repeats)
+    rows = [Row(baselines.gemm_name, size, t_ref, flops / t_ref / 1e6, "GFLOP/s", "-", None)]
+    for name, fn in runs.items():
+        t = time_ms(fn, repeats)
+        rows.append(Row(name, size, t, flops / t / 1e6, "GFLOP/s", baselines.gemm_name, t_ref / t))
     return rows
 
 

@@ -7,8 +7,15 @@ and the targets are :mod:`scaledl.kernels.bench`'s.
 * ``spmv``: the CSR SpMV variants against cuSPARSE (CuPy's ``csr_matrix @ x``), and cuBLAS dense GEMV as a
   second reference, at an 8191^2 matrix at densities from 0.001 to 0.7. Rates count the useful ``2 nnz``
   FLOPs for every row, so a ratio is cuSPARSE's time over the row's. Target: the best variant >= 70 % of
-  cuSPARSE. A last row gives the density at which the fastest CSR variant stops beating dense GEMV. At the
-  lowest densities every call takes tens of microseconds of launch overhead, so those ratios compare hosts.
+  cuSPARSE. A crossover row gives the density at which the fastest CSR variant stops beating dense GEMV.
+  Each call costs the host tens of microseconds (a Numba launch; CuPy's cuSPARSE call), more than the kernel
+  at low density: the first H200 run (2026-11-26) timed back-to-back calls, and from density 0.001 to 0.1
+  cuSPARSE's and the warp kernels' times sat on a 37-65 us floor while the non-zeros grew 100x, so its ratios
+  there compared hosts. The kernels are now timed queued behind a kernel that holds the GPU
+  (:func:`~scaledl.kernels.bench.time_queued_ms`), and the per-call floor gets rows of its own ("..., per
+  call", at the lowest density, calls back to back as before). The dense GEMV runs on rows padded to a
+  multiple of 32 floats (:func:`padded_rows`): with 8191-float rows, as in the first run, three rows in four
+  start off a 16-byte boundary, where a GPU's widest vector loads cannot be used.
 * ``nm``: the 2:4 compressed GEMM against its dense twin, the book's tiled GEMM with the same tile on the
   decompressed matrix (ratio: the twin's time over the row's, the speedup of skipping half the multiplies),
   with cuBLAS SGEMM on the same dense matrix for scale.
@@ -26,7 +33,7 @@ import statistics
 import numpy as np
 
 import scaledl.device
-from scaledl.kernels.bench import TARGETS, Row, _check, _poison, time_ms
+from scaledl.kernels.bench import TARGETS, NotQueued, Row, _check, _poison, time_ms, time_queued_ms
 
 QUANTIZE_BLOCK = 2**20  # distinct random inputs of the quantize check, repeated up to the stream size
 
@@ -75,13 +82,41 @@ def crossover_text(density: float, densities) -> str:
     return f"{density:.2g}"
 
 
+def padded_rows(dense, x, multiple: int = 32):
+    """``(A, x)`` for a dense GEMV on aligned rows: ``dense`` with zero columns appended up to a multiple of
+    ``multiple`` floats (32 floats: 128 bytes, a cache line, so every row starts on one) and ``x`` with as
+    many zeros. ``A @ x`` equals ``dense @ x`` exactly (the added products are 0 * 0).
+
+    >>> A, x = padded_rows(np.ones((3, 5), np.float32), np.ones(5, np.float32), multiple=4)
+    >>> A.shape, x.shape, float((A @ x)[0])
+    ((3, 8), (8,), 5.0)
+
+    Raises:
+        ValueError: ``dense`` is not 2-D, ``x`` does not match its columns, or ``multiple`` is below 1.
+    """
+    dense, x = np.asarray(dense), np.asarray(x)
+    if dense.ndim != 2 or x.shape != (dense.shape[1],):
+        raise ValueError(f"dense must be 2-D and x match its columns, got shapes {dense.shape} and {x.shape}")
+    if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+        raise ValueError(f"multiple must be an int >= 1, got {multiple!r}")
+    n = dense.shape[1]
+    ld = -(-n // multiple) * multiple
+    A = np.zeros((dense.shape[0], ld), dense.dtype)
+    A[:, :n] = dense
+    return A, np.concatenate((x, np.zeros(ld - n, x.dtype)))
+
+
 def bench_spmv(baselines, n: int, densities, repeats: int, inner: int = 1, warmup: int = 3) -> list[Row]:
-    """Check the CSR SpMV variants, the baseline's sparse product and its dense GEMV against float64 at an
-    ``n x n`` matrix at each density, then time them; then the crossover density where the fastest CSR
-    variant stops beating the dense GEMV.
+    """Check the CSR SpMV variants, the baseline's sparse product and its dense GEMV (on rows padded by
+    :func:`padded_rows`) against float64 at an ``n x n`` matrix at each density, then time them with
+    :func:`~scaledl.kernels.bench.time_queued_ms`, which leaves each call's host cost out; then the crossover
+    density where the fastest CSR variant stops beating the dense GEMV; then, at the lowest density, each
+    one's time per call with the host's cost in (:func:`~scaledl.kernels.bench.time_ms`, calls back to back):
+    the floor under any timing of single calls.
 
     Every rate counts the useful work, ``2 nnz`` FLOPs, the dense GEMV's too, so a ratio (rate over the sparse
-    baseline's rate) is the baseline's time over the kernel's: above 100 % the kernel beats it.
+    baseline's rate) is the baseline's time over the kernel's: above 100 % the kernel beats it. A call that
+    cannot be queued (it waits for the GPU itself) is timed per call instead, and its row says so.
     """
     import scipy.sparse as sp
     from numba import cuda
@@ -95,7 +130,20 @@ def bench_spmv(baselines, n: int, densities, repeats: int, inner: int = 1, warmu
     values = rng.standard_normal((n, n), dtype=np.float32)
     x = rng.standard_normal(n, dtype=np.float32)
     dx, dy = cuda.to_device(x), cuda.device_array(n, np.float32)
-    rows, fastest_ms, dense_ms = [], [], []
+    dx_padded = cuda.to_device(padded_rows(np.zeros((1, n), np.float32), x)[1])
+    rows, fastest_ms, dense_ms, floor_rows = [], [], [], []
+
+    def kernel_ms(fn):
+        """GPU time per call and a note for the row's name ("" when the calls could be queued)."""
+        try:
+            return time_queued_ms(fn, repeats, warmup=warmup, inner=inner), ""
+        except NotQueued:
+            return time_ms(fn, repeats, inner=inner, warmup=warmup), " (per call: not queued)"
+
+    def floor_row(name, fn, size):
+        t = time_ms(fn, repeats, inner=inner, warmup=warmup)
+        return Row(f"{name}, per call", size, t, 1e3 / t, "calls/s", "-", None)
+
     for density in densities:
         mask = keep < density
         dense = np.where(mask, values, np.float32(0.0))
@@ -109,30 +157,36 @@ def bench_spmv(baselines, n: int, densities, repeats: int, inner: int = 1, warmu
         indptr, indices, data = (cuda.to_device(a) for a in csr_arrays(A))
         run_ref, ref_result = baselines.spmv(indptr, indices, data, dx, (n, n))
         _check(f"the baseline SpMV at density {density:g}", ref_result(), exact, tol)
-        t_ref = time_ms(run_ref, repeats, inner=inner, warmup=warmup)
-        rows.append(Row(baselines.spmv_name, size, t_ref, flops / t_ref / 1e6, "GFLOP/s", "-", None))
-        run_dense, dense_result = baselines.gemv(cuda.to_device(dense), dx)
+        t_ref, note = kernel_ms(run_ref)
+        rows.append(Row(baselines.spmv_name + note, size, t_ref, flops / t_ref / 1e6, "GFLOP/s", "-", None))
+        run_dense, dense_result = baselines.gemv(cuda.to_device(padded_rows(dense, x)[0]), dx_padded)
         _check(f"the dense GEMV at density {density:g}", dense_result(), exact, tol)
-        t_dense = time_ms(run_dense, repeats, inner=inner, warmup=warmup)
-        rows.append(Row(baselines.gemv_name, size, t_dense, flops / t_dense / 1e6, "GFLOP/s",
+        t_dense, note = kernel_ms(run_dense)
+        rows.append(Row(baselines.gemv_name + note, size, t_dense, flops / t_dense / 1e6, "GFLOP/s",
                         baselines.spmv_name, t_ref / t_dense))
+        lowest = density == densities[0]
+        if lowest:
+            floor_rows += [floor_row(baselines.spmv_name, run_ref, size),
+                           floor_row(baselines.gemv_name, run_dense, size)]
         times = []
         for variant in variants:
             _poison(dy)
             spmv_into(indptr, indices, data, dx, dy, variant)
             _check(f"spmv {variant} at density {density:g}", dy.copy_to_host(), exact, tol)
-            t = time_ms(lambda: spmv_into(indptr, indices, data, dx, dy, variant), repeats, inner=inner,
-                        warmup=warmup)
+            run = lambda: spmv_into(indptr, indices, data, dx, dy, variant)  # noqa: E731
+            t, note = kernel_ms(run)
             times.append(t)
-            rows.append(Row(f"spmv {variant}", size, t, flops / t / 1e6, "GFLOP/s", baselines.spmv_name,
+            rows.append(Row(f"spmv {variant}{note}", size, t, flops / t / 1e6, "GFLOP/s", baselines.spmv_name,
                             t_ref / t, TARGETS["spmv"] if variant == targeted else None))
+            if lowest:
+                floor_rows.append(floor_row(f"spmv {variant}", run, size))
         fastest_ms.append(min(times))
         dense_ms.append(t_dense)
     cross = crossover_density(densities, fastest_ms, dense_ms)
     # the row's rate is the crossover in stored non-zeros per row (clipped to the measured range)
     rows.append(Row("crossover vs dense GEMV", crossover_text(cross, densities), statistics.median(dense_ms),
                     min(cross, densities[-1]) * n, "nnz/row", baselines.gemv_name, None))
-    return rows
+    return rows + floor_rows
 
 
 # ------------------------------------------------------------------------------------------- 2:4 GEMM

@@ -19,7 +19,8 @@ import math
 from dataclasses import dataclass, field
 
 __all__ = ["PRECISIONS", "TRAINING_PRECISIONS", "Device", "get", "devices", "names", "VARIANTS", "HBM_SITES_GH100",
-           "HBM3_STACK_GB", "GH200_H100_MEMORY_GB"]
+           "HBM3_STACK_GB", "GH200_H100_MEMORY_GB", "GH100_SXM_SMS", "GH100_FLOP_PER_SM_CLOCK", "quoted_clock_GHz",
+           "peak_at_clock_TFLOPS"]
 
 # Precisions from widest to narrowest; int8 is an integer rate (TOPS), the rest floating point (TFLOP/s).
 PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -33,6 +34,14 @@ TRAINING_PRECISIONS = ("bf16", "fp16", "tf32", "fp32")
 HBM_SITES_GH100 = 6
 HBM3_STACK_GB = 16
 GH200_H100_MEMORY_GB = 96
+
+# What one GH100 SM does per clock (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022): 128 FP32 lanes,
+# one FMA (2 FLOPs) each; four tensor cores of 512 dense FP16 multiply-adds each, half that in TF32, twice in
+# FP8 and int8. The SXM parts (H100 SXM, H200 SXM) enable 132 SMs. A datasheet rate divided by SMs x this is
+# the clock the rate was quoted at (quoted_clock_GHz): not the same for every precision.
+GH100_SXM_SMS = 132
+GH100_FLOP_PER_SM_CLOCK = {"fp32": 256, "tf32": 2048, "fp16": 4096, "bf16": 4096, "fp8": 8192, "int8": 8192}
+_GH100_SXM = ("H100 SXM", "H200 SXM")
 
 
 @dataclass(frozen=True)
@@ -313,3 +322,39 @@ def get(name: str | Device) -> Device:
     except KeyError:
         raise ValueError(f"device={name!r} is not in the hardware table; known devices: "
                          f"{', '.join(names() + tuple(d.name for d in VARIANTS))}") from None
+
+
+def quoted_clock_GHz(name: str | Device, precision: str) -> float:
+    """The clock (GHz) at which the datasheet quotes ``precision``'s rate: the rate over SMs x FLOPs per SM per
+    clock. Known for the GH100 SXM parts only, where it differs by precision: FP32 at the 1.98 GHz boost clock,
+    the tensor-core rates at 1.83 GHz.
+
+    >>> round(quoted_clock_GHz("H200", "fp32"), 2), round(quoted_clock_GHz("H200", "tf32"), 2)
+    (1.98, 1.83)
+
+    Raises:
+        ValueError: a device other than H100 SXM or H200 SXM, or a precision without a per-SM figure.
+    """
+    d = get(name)
+    if d.name not in _GH100_SXM:
+        raise ValueError(f"device={d.name!r}: clocks per precision are known for {', '.join(_GH100_SXM)} only")
+    if precision not in GH100_FLOP_PER_SM_CLOCK:
+        raise ValueError(f"precision={precision!r}: no FLOPs per SM per clock for it; known: "
+                         f"{', '.join(GH100_FLOP_PER_SM_CLOCK)}")
+    return d.peak_TFLOPS(precision) * 1e3 / (GH100_SXM_SMS * GH100_FLOP_PER_SM_CLOCK[precision])
+
+
+def peak_at_clock_TFLOPS(name: str | Device, precision: str, clock_GHz: float) -> float:
+    """``precision``'s datasheet rate moved to ``clock_GHz``: the rate scales with the clock. Used to compare
+    rates quoted at different clocks on one basis.
+
+    >>> round(peak_at_clock_TFLOPS("H200", "fp32", quoted_clock_GHz("H200", "tf32")), 1)
+    61.8
+
+    Raises:
+        ValueError: as :func:`quoted_clock_GHz`, or a clock that is not a positive finite number.
+    """
+    if isinstance(clock_GHz, bool) or not isinstance(clock_GHz, (int, float)) or not (
+            math.isfinite(clock_GHz) and clock_GHz > 0):
+        raise ValueError(f"clock_GHz must be a positive number, got {clock_GHz!r}")
+    return get(name).peak_TFLOPS(precision) * clock_GHz / quoted_clock_GHz(name, precision)
