@@ -206,9 +206,10 @@ def _format_reference(x, fmt):
     return clipped.astype(dtype).astype(np.float32)
 
 
-def check_quantize(n, *, fmt, seed=0):
-    """The elementwise quantizer onto fp16 / bf16 / FP8 grids, 128 threads per block: bit-exact."""
-    from scaledl.kernels.quantize import THREADS_PER_BLOCK, quantize_v1_arith
+def check_quantize(n, *, fmt, seed=0, variant="pow2"):
+    """The elementwise quantizer (the book's, v2, unless ``variant`` says otherwise) onto fp16 / bf16 / FP8
+    grids, 128 threads per block: bit-exact."""
+    from scaledl.kernels.quantize import THREADS_PER_BLOCK, VARIANTS
     from scaledl.numerics.formats import get_format
 
     spec = get_format(fmt)
@@ -216,16 +217,16 @@ def check_quantize(n, *, fmt, seed=0):
     x = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 18, n))).astype(np.float32)  # subnormals to overflow
     x[:4] = [np.nan, -0.0, np.inf, -np.inf]
     out = poisoned(n)
-    quantize_v1_arith[_cdiv(n, THREADS_PER_BLOCK), THREADS_PER_BLOCK](
+    VARIANTS[variant][_cdiv(n, THREADS_PER_BLOCK), THREADS_PER_BLOCK](
         cuda.to_device(x), out, 1.0, 1.0, spec.man_bits, spec.emin, spec.max_value, spec.max_value)
-    assert_exact(out.copy_to_host(), _format_reference(x, fmt), f"quantize {fmt} n={n}")
+    assert_exact(out.copy_to_host(), _format_reference(x, fmt), f"quantize {variant} {fmt} n={n}")
 
 
-def check_fp16_ties(stride, *, seed=0):
+def check_fp16_ties(stride, *, seed=0, variant="pow2"):
     """The quantizer onto fp16 without saturation (a plain cast: overflow goes to inf) on every ``stride``-th
     fp16 bit pattern and on the midpoint between it and its upper neighbour (a tie, exact in float32), against
     NumPy's float16 cast, bit for bit. ``stride=1``: all 63488 finite halves and their ties."""
-    from scaledl.kernels.quantize import THREADS_PER_BLOCK, quantize_v1_arith
+    from scaledl.kernels.quantize import THREADS_PER_BLOCK, VARIANTS
     from scaledl.numerics.formats import get_format
 
     start = int(np.random.default_rng(seed).integers(stride))  # a different subset of the patterns per seed
@@ -236,7 +237,7 @@ def check_fp16_ties(stride, *, seed=0):
     x = np.concatenate([halves.astype(np.float32), ties[np.isfinite(ties)]])
     spec = get_format("fp16")
     out = poisoned(x.size)
-    quantize_v1_arith[_cdiv(x.size, THREADS_PER_BLOCK), THREADS_PER_BLOCK](
+    VARIANTS[variant][_cdiv(x.size, THREADS_PER_BLOCK), THREADS_PER_BLOCK](
         cuda.to_device(x), out, 1.0, 1.0, spec.man_bits, spec.emin, spec.max_value, math.inf)
     assert_exact(out.copy_to_host(), x.astype(np.float16).astype(np.float32), f"fp16 ties stride={stride}")
 
@@ -403,8 +404,9 @@ CASES = {
        for v in ("fixed_loads", "index32", "vec4", "unroll_k", "prefetch")},
     **{f"gemm_{v}128_aligned": Case(check_gemm, dict(M=37, K=12, N=132), dict(M=1025, K=516, N=2052),
                                     dict(variant=v)) for v in ("vec4", "unroll_k", "prefetch")},
-    "sum_shared256": Case(check_sum, dict(n=1001, blocks=3), dict(n=2**22 + 3, blocks=1001), dict(variant="shared")),
-    "sum_warp256": Case(check_sum, dict(n=1001, blocks=3), dict(n=2**22 + 3, blocks=1001), dict(variant="warp")),
+    # n > 8 x 3 x 256: every thread makes a trip of eight loads (reduce.thread_sum), some a ragged end too
+    "sum_shared256": Case(check_sum, dict(n=7001, blocks=3), dict(n=2**22 + 3, blocks=1001), dict(variant="shared")),
+    "sum_warp256": Case(check_sum, dict(n=7001, blocks=3), dict(n=2**22 + 3, blocks=1001), dict(variant="warp")),
     "conv_direct": Case(check_conv, dict(C=2, H=11, W=21, K=2), dict(C=64, H=57, W=63, K=33), dict(variant="direct")),
     "conv_winograd": Case(check_conv, dict(C=3, H=21, W=20, K=2), dict(C=64, H=58, W=63, K=33),
                           dict(variant="winograd")),

@@ -9,10 +9,12 @@ Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR [SECTION ...
 variant of scaledl.kernels.gemm, v1 to v8, beside the prediction of scaledl.perf.kernel_model: v4 to v8 not
 yet run on a GPU), ``gemm`` (v3's tilings), ``gemm2d`` (lab 02's 2-D thread block with its own k-step),
 ``gemmfixed`` (v3 with load loops of fixed length: not yet run on a GPU; the ladder's v4 is the version whose
-loads the compiler really issues together), ``copy`` (copy kernel shapes), ``quantize`` (the e4m3 kernel without its
-float64 division, bit-exact checked: not yet run on a GPU), ``ncu`` (one launch of each GEMM kernel,
-for Nsight Compute: ``ncu -k regex:regblock ... python tools/gpu_experiments.py /tmp ncu``); all but ncu by
-default. On the simulator it runs at tiny sizes, which tests the script itself.
+loads the compiler really issues together), ``copy`` (copy kernel shapes), ``quantize`` (the e4m3 kernels v1 and
+v2, the book's since 2026-11-27, without v1's float64 division, each checked bit for bit: v2 not yet run on a
+GPU), ``reduce`` (the two-pass sum with the one-element loop the H200 run timed, against the book's eight loads
+per trip, at the bench's 2048 blocks and at 4096: not yet run on a GPU), ``ncu`` (one launch of each GEMM
+kernel, for Nsight Compute: ``ncu -k regex:regblock ... python tools/gpu_experiments.py /tmp ncu``); all but ncu
+by default. On the simulator it runs at tiny sizes, which tests the script itself.
 """
 
 import functools
@@ -29,12 +31,12 @@ from scaledl.kernels import bench
 from scaledl.kernels.gemm import VARIANTS, gemm, regblock_kernel
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
-SECTIONS = set(sys.argv[2:]) or {"ladder", "gemm", "copy", "gemm2d", "gemmfixed", "quantize"}
+SECTIONS = set(sys.argv[2:]) or {"ladder", "gemm", "copy", "gemm2d", "gemmfixed", "quantize", "reduce"}
 PROFILE = "ncu" in SECTIONS  # under Nsight Compute: only the first config of each GEMM kernel, for its report
 if PROFILE:
     SECTIONS |= {"gemm", "gemm2d"}
 GPU = scaledl.device.on_gpu()  # on the simulator: a dry run at tiny sizes, to test this script itself
-base = bench.CupyBaselines(bench._import_cupy()) if GPU else bench.HostBaselines()
+base = bench.cupy_baselines() if GPU else bench.HostBaselines()
 dev = cuda.get_current_device()
 SMS = dev.MULTIPROCESSOR_COUNT if GPU else 1
 results = {"device": str(getattr(dev, "name", "simulator")), "gemm": [], "copy": [], "ladder": []}
@@ -352,54 +354,20 @@ variant("complex128 view (16 B), stride 65536 x 256", copy_wide, 65536, 256, d12
 variant("complex128 view (16 B), 16 blocks/SM x 256", copy_wide, SMS * 16, 256, d128, s128)
 
 
-# ------------------------------------------------------------------ e4m3 quantize without a division
-@cuda.jit
-def quantize_pow2(x, out, inv_scale, scale, man_bits, emin, max_value, overflow_value):
-    """scaledl.kernels.quantize.quantize_v1_arith without a float64 division: ``a / ulp`` and ``r * ulp``
-    become ``ldexp`` by the same power of two (exact either way), and the parity test ``r % 2`` (a float
-    modulo, which divides) becomes ``r - 2 floor(r / 2)``. A float64 division is many instructions. The bench
-    measured v1 at 40 % of the copy rate on the H200; candidate for the next lent GPU."""
-    i = cuda.grid(1)
-    if i >= x.size:
-        return
-    v = x[i] * inv_scale
-    if v != v:
-        out[i] = x[i]
-        return
-    a = abs(v)
-    if a == math.inf:
-        q = overflow_value
-    else:
-        _, ex = math.frexp(a)
-        e = max(ex - 1, emin)
-        t = math.ldexp(a, man_bits - e)  # a / ulp with ulp = 2**(e - man_bits): exact
-        r = math.floor(t)
-        rem = t - r
-        odd = r - 2.0 * math.floor(0.5 * r) == 1.0  # r % 2 == 1 without the float modulo's division
-        if rem > 0.5 or (rem == 0.5 and odd):
-            r += 1.0
-        q = math.ldexp(r, e - man_bits)  # r * ulp, exact
-        if q > max_value:
-            q = overflow_value
-    if v < 0 or (v == 0 and math.copysign(1.0, v) < 0):
-        q = -q
-    out[i] = q * scale
-
-
+# ------------------------------------------------------------------ e4m3 quantize: v1 against v2 (no division)
 if "quantize" in SECTIONS:
-    from scaledl.kernels.quantize import THREADS_PER_BLOCK, _launch_args, quantize_into, quantize_reference
+    from scaledl.kernels.quantize import VARIANTS as QUANTIZE
+    from scaledl.kernels.quantize import quantize_into, quantize_reference
 
     NQ = 2**27 if GPU else 300
     xq = (rng.standard_normal(NQ) * 64).astype(np.float32)
     xq[:6] = np.array([0.0, -0.0, 1.0625, 464.0, -2.0**-10, 1e30], np.float32)  # ties, saturation, subnormal
     want = np.asarray(quantize_reference(xq, "e4m3"), np.float32).view(np.uint32)
     dx, dq = cuda.to_device(xq), cuda.device_array(NQ, np.float32)
-    args = _launch_args("e4m3", 1.0, True)
-    blocks = -(-NQ // THREADS_PER_BLOCK)
     q_gbps = lambda t: 8 * NQ / t / 1e6  # noqa: E731  (4 bytes read, 4 written per element)
-    for name, launch in (("v1 (book)", lambda: quantize_into(dx, dq, "e4m3")),
-                         ("pow2 candidate", lambda: quantize_pow2[blocks, THREADS_PER_BLOCK](dx, dq, *args))):
-        row = {"quantize": name}
+    for i, v in enumerate(QUANTIZE):
+        launch = functools.partial(quantize_into, dx, dq, "e4m3", variant=v)
+        row = {"quantize": f"v{i + 1} {v}" + (" (book)" if v == list(QUANTIZE)[-1] else "")}
         try:
             dq.copy_to_device(np.full(NQ, np.nan, np.float32))
             launch()
@@ -413,6 +381,63 @@ if "quantize" in SECTIONS:
             row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
         results.setdefault("quantize", []).append(row)
         print("quantize", json.dumps(row), flush=True)
+
+
+# ------------------------------------------------------------------ the two-pass sum: one load a trip against eight
+@cuda.jit
+def sum_before(x, partial):
+    """scaledl.kernels.reduce.sum_v1_shared as the H200 run timed it (2026-11-26): a one-element range loop (the
+    compiler unrolled it four times), then the same shared-memory tree; 256 threads."""
+    buf = cuda.shared.array(256, float32)
+    tid = cuda.threadIdx.x
+    acc = float32(0.0)
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        acc += x[i]
+    buf[tid] = acc
+    cuda.syncthreads()
+    half = 128
+    while half > 0:
+        if tid < half:
+            buf[tid] += buf[tid + half]
+        cuda.syncthreads()
+        half //= 2
+    if tid == 0:
+        partial[cuda.blockIdx.x] = buf[0]
+
+
+if "reduce" in SECTIONS:
+    from scaledl.kernels import reduce as red
+
+    NR = 2**27 if GPU else 3001
+    xr = rng.standard_normal(NR, dtype=np.float32)
+    exact = red.sum_reference(xr)
+    tol = NR * np.finfo(np.float32).eps * float(np.abs(xr).sum())
+    dxr, result = cuda.to_device(xr), cuda.device_array(1, np.float32)
+    kernels = {"one a trip (H200 run's v1)": sum_before, "v1 shared, eight a trip (book)": red.sum_v1_shared}
+    if GPU:
+        kernels["v2 warp, eight a trip (book)"] = red.sum_v2_warp
+    threads = 256 if GPU else 32
+    for blocks in ((2048, 4096) if GPU else (3,)):
+        partial = cuda.device_array(blocks, np.float32)
+        for name, k in kernels.items():
+            if k is sum_before and not GPU:
+                continue  # its block is 256 threads: too many for the simulator's dry run
+            run = lambda k=k: (k[blocks, threads](dxr, partial), k[1, threads](partial, result))  # noqa: E731
+            row = {"sum": name, "blocks": blocks}
+            try:
+                result.copy_to_device(np.full(1, np.nan, np.float32))
+                run()
+                got = float(result.copy_to_host()[0])
+                if not abs(got - exact) <= tol:
+                    row["error"] = f"wrong sum {got} (exact {exact}, tol {tol:.3g})"
+                else:
+                    t = bench.time_ms(run, 20, inner=10)
+                    row.update(ms=t, GBps=4 * NR / t / 1e6, ratio_to_memcpy=(4 * NR / t / 1e6) / gbps(t_mem),
+                               **kernel_facts(k))
+            except Exception as err:
+                row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            results.setdefault("reduce", []).append(row)
+            print("reduce", json.dumps(row), flush=True)
 
 with open(f"{out_dir}/experiments.json", "w") as f:
     json.dump(results, f, indent=1)

@@ -14,6 +14,7 @@
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
     scaledl bench netsim [...]      CPU: ranks against seconds and memory for the network simulator
     scaledl kernels report [--arch A] [--only NAME...]  registers, occupancy and inner loop of every kernel (no GPU)
+    scaledl kernels report --recorded [...]  the same, as recorded in the package (no ptxas needed)
     scaledl validate [--out DIR]    doctor, tests/gpu, bench and the GPU notebooks in one report (any machine)
 """
 
@@ -286,6 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--only", nargs="+", metavar="NAME", help="these kernels (default: all; --list names them)")
     report.add_argument("--save", metavar="DIR", help="also write each kernel's PTX, ptxas -v output and SASS")
     report.add_argument("--list", action="store_true", help="print the kernels' names and exit")
+    report.add_argument("--recorded", action="store_true", help="the report recorded in the package (sm_90), "
+                                                               "where ptxas and nvdisasm are missing")
+    report.add_argument("--write-record", action="store_true", help="rewrite the package's record with this "
+                                                                   "machine's tools (scaledl.kernels.static_record)")
     from scaledl.validate import add_arguments as add_validate_arguments
 
     add_validate_arguments(sub.add_parser("validate", help="doctor, tests/gpu, bench and every GPU notebook's "

@@ -98,3 +98,24 @@ def test_vec4_tilings_are_checked():
     with pytest.raises(ValueError, match="thread_m=1 and thread_n=2 must be even"):
         gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), variant="prefetch", block_m=8, block_n=8,
              block_k=4, thread_m=1, thread_n=2)
+
+
+BESIDE_A_GPU = r'''
+import numba.cuda.dispatcher as dispatcher
+dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))  # no driver here
+from scaledl.kernels.gemm import DEFAULT_TILING, LADDER
+from scaledl.kernels.gemm_traffic import count_gemm_traffic, gemm_traffic
+assert d.backend() == "cuda"
+for v in LADDER:
+    t = DEFAULT_TILING["simulator"][v].__dict__
+    assert count_gemm_traffic(32, 32, 32, v, **t) == gemm_traffic(32, 32, 32, v, **t), v
+print("COUNTED", len(LADDER))
+'''
+
+
+def test_ladder_counts_beside_a_gpu(ptx_script, python):
+    """Chapter 04 counts v4 to v8 on the simulator also where the backend is "cuda" (a GPU run of the chapter):
+    count_gemm_traffic runs the kernels' Python bodies (load4_guarded, uint32 indices) in the simulator's kernel
+    class beside the real numba.cuda. Here the backend is forced to "cuda" in a fresh process, without a GPU."""
+    r = python(ptx_script + BESIDE_A_GPU)
+    assert r.returncode == 0 and "COUNTED 5" in r.stdout, r.stdout + r.stderr[-3000:]

@@ -3,13 +3,15 @@
 Each kernel is compiled at its GPU launch shape for sm_90 (PTX by numba-cuda, then ptxas -v and nvdisasm from
 the nvidia-cuda-nvcc / nvidia-cuda-nvdisasm wheels of the dev extra). Pinned here: no kernel spills; v3 has
 the registers and occupancy Nsight Compute measured on the H200 (docs/gpu-runs/2026-11-26-nvidia-h200); the
-GEMM ladder's facts, and the goal for its fastest variant; the quantize kernel's float64 division (and the goal
-of removing it, xfail until met); the kernel model's inputs. Skipped, with the reason, where the tools or
+GEMM ladder's facts, and the goal for its fastest variant; the quantize kernels' float64 divisions (v1 has them,
+the book's kernel v2 none); the reductions' loads in flight; the kernel model's inputs; the facts recorded in the
+package for machines without the tools (static_report.recorded). Skipped, with the reason, where the tools or
 libNVVM are missing.
 """
 
 import fcntl
 import importlib.util
+import inspect
 import json
 import pickle
 from pathlib import Path
@@ -18,6 +20,8 @@ import pytest
 
 from scaledl.kernels import static_report as sr
 from scaledl.kernels.gemm import VARIANTS
+from scaledl.kernels.quantize import VARIANTS as QUANTIZE
+from scaledl.kernels.quantize import quantize_gpu, quantize_into
 from scaledl.perf import kernel_model as km
 
 pytestmark = pytest.mark.sim
@@ -104,15 +108,61 @@ def test_kernel_model_facts_are_the_static_reports(sm90):
         assert km.gemm_facts(sm90[facts.name], variant) == facts
 
 
-def test_quantize_has_a_float64_division(sm90):
-    """What is true now: ``a / ulp`` (and ``r % 2``) divide in float64, a long instruction sequence."""
-    assert sm90["quantize_v1_arith"].ptx_f64_divisions >= 1
+def test_quantize_v1_has_a_float64_division(sm90):
+    """Why v2 exists: v1's ``a / ulp`` and ``r % 2`` divide in float64, a long sequence with a slow-path call."""
+    v1 = sm90["quantize_v1_arith"]
+    assert v1.ptx_f64_divisions == 2 and v1.kernel.opcodes.get("CALL", 0) >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="item 4: quantize_v1_arith still divides in float64 (a / ulp, r % 2); "
-                                       "this turns red, to be flipped, the day it does not")
-def test_goal_quantize_has_no_float64_division(sm90):
-    assert sm90["quantize_v1_arith"].ptx_f64_divisions == 0
+def _books_quantize_kernel() -> str:
+    """The name, in the kernel table, of the kernel quantize_into (the bench's) and quantize_gpu launch."""
+    default = inspect.signature(quantize_into).parameters["variant"].default
+    assert inspect.signature(quantize_gpu).parameters["variant"].default == default
+    return f"quantize_v{list(QUANTIZE).index(default) + 1}_{default}"
+
+
+def test_the_books_quantize_kernel_has_no_float64_division(sm90):
+    """No div.rn.f64 in the PTX, no slow-path call in the SASS, and about half of v1's instructions; fails if a
+    float64 division comes back into the kernel the book launches."""
+    name = _books_quantize_kernel()
+    r, v1 = sm90[name], sm90["quantize_v1_arith"]
+    assert name != "quantize_v1_arith" and r.ptx_f64_divisions == 0 and r.kernel.opcodes.get("CALL", 0) == 0
+    assert r.kernel.instructions < 0.6 * v1.kernel.instructions and r.spill_bytes == 0
+
+
+def test_the_reductions_have_more_loads_in_flight_than_a_copy(sm90):
+    """reduce.thread_sum: eight loads issued before the first add (32 bytes a thread, where the one-element range
+    loop of the H200 run had 16, from the compiler's four-way unrolling), in 32-bit index arithmetic (at most 6
+    instructions per element in its loop, where that loop had 19)."""
+    copy = sm90["copy"]
+    for name in ("sum_v1_shared", "sum_v2_warp"):
+        r = sm90[name]
+        assert (r.in_flight.loads, r.in_flight.bytes) == (8, 32) and r.in_flight.bytes > copy.in_flight.bytes, name
+        assert r.loop.ldg == {32: 8} and r.loop.instructions <= 6 * 8, (name, r.loop)
+
+
+def test_the_packages_record_is_what_the_tools_make(sm90):
+    """static_report_sm90.json (what a reader without ptxas sees) equals this machine's report, with this
+    machine's toolkit; after a kernel or toolkit change, `scaledl kernels report --write-record` rewrites it."""
+    from scaledl.kernels import static_record
+
+    record = static_record.recorded()
+    fix = "; rewrite it with `scaledl kernels report --write-record`"
+    assert record.tools == static_record.toolchain(), "the record was made with another toolkit" + fix
+    stale = [n for n in record.names if record[n] != static_record._comparable(sm90[n])]
+    assert record.names == tuple(sm90) and stale == [], f"the record differs from the tools' report: {stale}" + fix
+
+
+def test_static_facts_made_here_say_they_match_the_record():
+    from scaledl.kernels import static_record
+
+    try:
+        facts = static_record.static_facts(["sum_v1_shared", "quantize_v2_pow2"])
+    except sr.ToolsMissing as err:  # pragma: no cover - static_facts falls back instead of raising
+        pytest.skip(str(err))
+    if facts.recorded:
+        pytest.skip(f"static report needs the CUDA tools: {facts.why}")
+    assert facts.matches_record and facts.provenance.endswith("the same as the package's record.")
 
 
 def test_sm80_occupancy_uses_the_a100_limits():

@@ -61,6 +61,29 @@ def test_sum_within_float32_bound(n):
     assert abs(got - sum_reference(x)) <= bound
 
 
+@pytest.mark.parametrize("n", [3, 385, 1023, 3079])  # below, at and past one trip of eight loads per thread
+def test_sum_poisoned_partials_every_block_writes(n):
+    """reduce.thread_sum takes eight elements a stride apart per trip, then the ragged end one at a time: with
+    3 blocks of 32 threads (stride 96) every n here leaves a ragged end, and the larger two need full trips."""
+    from scaledl.kernels.reduce import reduce_sum_into
+
+    x = np.random.default_rng(n).standard_normal(n, dtype=np.float32)
+    partial, result = np.full(3, np.nan, np.float32), np.full(1, np.nan, np.float32)
+    reduce_sum_into(x, partial, result, "shared")
+    assert not np.isnan(partial).any()  # a block that never wrote its partial would leave NaN
+    bound = (n // 96 + 2 * 5 + 4) * EPS32 * float(np.abs(x).astype(np.float64).sum())  # run + two trees
+    assert abs(float(result[0]) - sum_reference(x)) <= bound
+
+
+def test_sum_refuses_arrays_past_32_bit_indices():
+    from types import SimpleNamespace
+
+    from scaledl.kernels.reduce import MAX_ELEMENTS, reduce_sum_into
+
+    with pytest.raises(ValueError, match=r"x has 2147483648 elements; the kernels index in 32 bits, at most 21474836"):
+        reduce_sum_into(SimpleNamespace(shape=(MAX_ELEMENTS,)), np.zeros(1, np.float32), np.zeros(1, np.float32))
+
+
 def test_sum_exact_on_integers_and_deterministic():
     x = np.arange(1, 2050, dtype=np.float32)  # partial sums stay below 2**24: every addition is exact
     assert float(reduce_sum(x)) == 2049 * 2050 / 2

@@ -81,9 +81,7 @@ CONNECTOR = re.compile(r"\s*(?:/|-|,|to|and|against|or)\s*$")
 # after-experiments2.log's 8.37) passes only by the coincidence the docstring warns of (Nsight Compute's IPC of
 # 1.58), as do two figures of Simon Boehm's worklog (69 %, 94 %), a literature source: wrong or not this run's
 # all the same. Remove the entry when chapter 04 is fixed.
-KNOWN_CHAPTER_04 = {
-    ("chapters/04_writing_gemm_kernels.ipynb", "a4a39b5d"): {"10.7", "12.86"},
-}
+KNOWN_CHAPTER_04 = {}
 
 HEADER = re.compile(r"^\*\*Measured on an? (?P<device>[^(]+?) \((?P<date>\d{4}-\d\d-\d\d)\)\.\*\*")
 RUN_LINK = re.compile(r"docs/gpu-runs/(?P<run>\d{4}-\d\d-\d\d-[\w.-]+?)(?=[/)\s`]|$)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import textwrap
 
@@ -19,3 +20,21 @@ def show_source(obj):
     from IPython.display import Markdown
 
     return Markdown(f"```python\n{source(obj).rstrip()}\n```")
+
+
+def diff(old, new, context: int = 3) -> str:
+    """A unified diff from ``old``'s source to ``new``'s (functions, classes or modules): what one numbered
+    variant changed from the one before it. ``context``: unchanged lines shown around each change."""
+    def name(obj):
+        return getattr(obj, "__qualname__", getattr(obj, "__name__", repr(obj)))
+
+    lines = difflib.unified_diff(source(old).splitlines(), source(new).splitlines(), name(old), name(new),
+                                 lineterm="", n=context)
+    return "\n".join(lines)
+
+
+def show_diff(old, new, context: int = 3):
+    """Display :func:`diff` as a highlighted diff block (an IPython Markdown object)."""
+    from IPython.display import Markdown
+
+    return Markdown(f"```diff\n{diff(old, new, context)}\n```")

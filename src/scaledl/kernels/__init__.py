@@ -16,6 +16,7 @@
 ``rnn_traffic``     bytes and time per RNN step, standard vs persistent; what fits on chip
 ``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
 ``static_report``   ``scaledl kernels report``: registers, spills, occupancy, inner loop, without a GPU
+``static_record``   that report recorded in the package (sm_90), for machines without ptxas; live or recorded
 ``launch_table``    every kernel the book launches on a GPU, at its GPU launch shape (the report's list)
 ``sass``            reading ``ptxas -v`` and ``nvdisasm`` output: resources, loops, loads in flight
 ==================  ===========================================================================

@@ -129,6 +129,10 @@ DEFAULT_TILING = {
                   **{v: Vec4Config(16, 16, 8, 2, 2) for v in ("vec4", "unroll_k", "prefetch")}},
 }
 NAIVE_BLOCK = (16, 16)  # threads per block of v1 (x along columns of C, so a warp reads B coalesced)
+# v3 on: spare columns of the transposed A tile sA (block_k x (block_m + PAD)), so that the threads storing
+# neighbouring k of one row of A write to different shared-memory banks; a multiple of 4, so rows of sA stay
+# 16-byte aligned for v6's 128-bit shared loads. A tile pair takes 4 (block_k (block_m + PAD) + block_k block_n) bytes.
+PAD = 4
 
 
 # ------------------------------------------------------------------------------------------------ v1
@@ -185,8 +189,8 @@ def regblock_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thr
     BM, BN, BK, TM, TN = block_m, block_n, block_k, thread_m, thread_n
     RM, RN = BM // TM, BN // TN  # threads along the rows / columns of the block's C patch
     NT = RM * RN  # threads per block (1-D)
-    PAD = 4  # sA is stored transposed; 4 spare columns spread its stores over the 32 shared-memory banks
-    SA_COLS = BM + PAD  # computed here: a shared array's shape must be a compile-time constant, not an expression
+    SA_COLS = BM + PAD  # sA is stored transposed, PAD spare columns (see PAD); computed here: a shared array's
+    # shape must be a compile-time constant, not an expression
 
     @cuda.jit
     def gemm_v3_regblock(A, B, C):

@@ -39,7 +39,9 @@ def fixed_loads_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, 
     BM, BN, BK, TM, TN = block_m, block_n, block_k, thread_m, thread_n
     RM, RN = BM // TM, BN // TN
     NT = RM * RN
-    SA_COLS = BM + 4  # v3's padding
+    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
+
+    SA_COLS = BM + PAD
     LOADS_A = (BM * BK + NT - 1) // NT  # elements of each tile a thread copies (the last trip may be short)
     LOADS_B = (BK * BN + NT - 1) // NT
 
@@ -111,7 +113,9 @@ def index32_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thre
     BM, BN, BK, TM, TN = block_m, block_n, block_k, thread_m, thread_n
     RM, RN = BM // TM, BN // TN
     NT = RM * RN
-    SA_COLS = BM + 4
+    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
+
+    SA_COLS = BM + PAD
     LOADS_A = (BM * BK + NT - 1) // NT
     LOADS_B = (BK * BN + NT - 1) // NT
 
@@ -188,7 +192,9 @@ def vec4_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thread_
     NT = RM * RN
     HM, HN = TM // 2, TN // 2
     HALF_M, HALF_N = BM // 2, BN // 2
-    SA_COLS = BM + 4  # still a multiple of 4: rows of sA stay 16-byte aligned for LDS.128
+    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
+
+    SA_COLS = BM + PAD
     KQ, NQ = BK // 4, BN // 4  # float4s along a row of the A tile / of the B tile
     LOADS_A = (BM * KQ + NT - 1) // NT
     LOADS_B = (BK * NQ + NT - 1) // NT
@@ -276,7 +282,9 @@ def unroll_k_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thr
     NT = RM * RN
     HM, HN = TM // 2, TN // 2
     HALF_M, HALF_N = BM // 2, BN // 2
-    SA_COLS = BM + 4
+    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
+
+    SA_COLS = BM + PAD
     KQ, NQ = BK // 4, BN // 4
     LOADS_A = (BM * KQ + NT - 1) // NT
     LOADS_B = (BK * NQ + NT - 1) // NT
@@ -367,7 +375,9 @@ def prefetch_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thr
     NT = RM * RN
     HM, HN = TM // 2, TN // 2
     HALF_M, HALF_N = BM // 2, BN // 2
-    SA_COLS = BM + 4
+    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
+
+    SA_COLS = BM + PAD
     KQ, NQ = BK // 4, BN // 4
     LOADS_A = (BM * KQ + NT - 1) // NT
     LOADS_B = (BK * NQ + NT - 1) // NT

@@ -41,6 +41,7 @@ def _default(func, name):
 def kernel_table() -> tuple[KernelEntry, ...]:
     """Every kernel the book launches on a GPU, at its GPU launch shape, GEMM variants in ladder order."""
     from scaledl.kernels.gemm import VARIANTS
+    from scaledl.kernels.quantize import VARIANTS as QUANTIZE
 
     def gemm_entry(i, v):
         return KernelEntry(f"gemm_v{i + 1}_{v}", "scaledl.kernels.gemm",
@@ -68,8 +69,9 @@ def kernel_table() -> tuple[KernelEntry, ...]:
           "float32[:, :, ::1], float32[:, :, :, ::1], float32[:, :, ::1]"),
         E("conv_v2_winograd", "scaledl.kernels.conv", lambda m: m.conv2d_v2_winograd, lambda m: m.BLOCK,
           "float32[:, :, ::1], float32[:, :, :, ::1], float32[:, :, ::1]"),
-        E("quantize_v1_arith", "scaledl.kernels.quantize", lambda m: m.quantize_v1_arith,
-          lambda m: m.THREADS_PER_BLOCK, f"{F1}, {F1}, float64, float64, int64, int64, float64, float64"),
+        *(E(f"quantize_v{i + 1}_{v}", "scaledl.kernels.quantize", lambda m, v=v: m.VARIANTS[v],
+            lambda m: m.THREADS_PER_BLOCK, f"{F1}, {F1}, float64, float64, int64, int64, float64, float64")
+          for i, v in enumerate(QUANTIZE)),
         E("logdot_v1", "scaledl.kernels.logdot", lambda m: m.logdot_v1, lambda m: _default(m.logdot, "threads"),
           f"int8[::1], {I1}, int8[::1], {I1}, int64, int64, int64[::1]"),
         E("logdot_v2", "scaledl.kernels.logdot", lambda m: m.logdot_v2, lambda m: _default(m.logdot, "threads"),

@@ -1,13 +1,20 @@
 """Elementwise quantization on the GPU: one thread rounds one value onto a float format's grid.
 
 The reference is :func:`scaledl.numerics.quantize.quantize` (bit manipulation on float32 patterns, bit-exact
-with ml_dtypes). The kernel computes the same thing a different way, by arithmetic, so agreeing with it is a
+with ml_dtypes). The kernels compute the same thing a different way, by arithmetic, so agreeing with it is a
 real check:
 
 * ``v1 arith``: ``frexp`` gives the binade ``e`` of ``|x|`` (at least the format's ``emin``, which is what makes
   subnormals come out right); the grid spacing there is ``ulp = 2**(e - man_bits)``; ``|x| / ulp`` is exact in
   float64 (a power-of-two division), so its floor and remainder decide round-to-nearest-even directly. Values
   above the largest finite one saturate (or become inf/NaN with ``saturate=False``, like a plain cast).
+* ``v2 pow2`` (the book's kernel: :func:`quantize_into`, :func:`quantize_gpu`): what changed: no float64
+  division. A GPU has no float64 divide instruction: ``a / ulp`` and the parity test ``r % 2`` (a float
+  modulo, which divides too) each compile to a reciprocal estimate, Newton steps and a call to a slow path,
+  together about half of v1's machine code (``scaledl kernels report``: two ``div.rn.f64`` in v1's PTX). Dividing
+  by a power of two is scaling by its inverse, exactly: ``ldexp(a, man_bits - e)``; and ``r`` is an integer of at
+  most ``man_bits + 1`` bits, so ``int(r) & 1`` is its parity. The same numbers, bit for bit. The first H200 run
+  timed v1 (docs/gpu-runs/2026-11-26-nvidia-h200, bench-new-sections.log); v2 has not run on a GPU yet.
 
 Signed float formats with ties-to-even (fp16, bf16, tf32, e5m2, e4m3, e3m2, e2m3, e2m1) are supported.
 
@@ -28,7 +35,8 @@ from numba import cuda
 from scaledl.numerics.formats import FloatFormat, get_format
 from scaledl.numerics.quantize import check_scale
 
-__all__ = ["quantize_reference", "quantize_v1_arith", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
+__all__ = ["quantize_reference", "quantize_v1_arith", "quantize_v2_pow2", "VARIANTS", "quantize_into", "quantize_gpu",
+           "THREADS_PER_BLOCK"]
 
 THREADS_PER_BLOCK = 128  # an elementwise kernel only needs enough warps per SM to hide memory latency
 
@@ -70,6 +78,40 @@ def quantize_v1_arith(x, out, inv_scale, scale, man_bits, emin, max_value, overf
     out[i] = q * scale
 
 
+@cuda.jit
+def quantize_v2_pow2(x, out, inv_scale, scale, man_bits, emin, max_value, overflow_value):
+    """v2: v1 without a float64 division: scale by the ulp's power of two with ldexp, parity from the integer."""
+    i = cuda.grid(1)
+    if i >= x.size:  # the grid is rounded up to whole blocks: guard the tail
+        return
+    v = x[i] * inv_scale
+    if v != v:  # NaN stays NaN
+        out[i] = x[i]
+        return
+    a = abs(v)
+    if a == math.inf:
+        q = overflow_value
+    else:
+        _, ex = math.frexp(a)  # a = f * 2**ex with f in [0.5, 1): the binade is ex - 1
+        e = max(ex - 1, emin)  # at least emin: below it the grid spacing stays the subnormals'
+        t = math.ldexp(a, man_bits - e)  # what changed: a / ulp (ulp = 2**(e - man_bits)) as an exact ldexp
+        r = math.floor(t)
+        rem = t - r
+        # ties go to the even multiple of the ulp; what changed: r % 2 from the integer (r <= 2**(man_bits + 1))
+        if rem > 0.5 or (rem == 0.5 and int(r) & 1 == 1):
+            r += 1.0
+        q = math.ldexp(r, e - man_bits)  # r * ulp, exact
+        if q > max_value:
+            q = overflow_value
+    if v < 0 or (v == 0 and math.copysign(1.0, v) < 0):
+        q = -q
+    out[i] = q * scale
+
+
+# In ladder order; quantize_into and quantize_gpu launch the last.
+VARIANTS = {"arith": quantize_v1_arith, "pow2": quantize_v2_pow2}
+
+
 def _launch_args(fmt, scale, saturate) -> tuple:
     """The kernel's scalar arguments after ``x`` and ``out``; a ValueError for a format or scale it cannot do."""
     spec = get_format(fmt)
@@ -83,14 +125,18 @@ def _launch_args(fmt, scale, saturate) -> tuple:
     return 1.0 / s, s, spec.man_bits, spec.emin, spec.max_value, overflow
 
 
-def quantize_into(x, out, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK):
-    """Launch :func:`quantize_v1_arith` on 1-D float32 arrays already in place (device arrays on a GPU, no
-    allocation and no copy), so that a benchmark times the kernel alone; returns ``out``.
+def quantize_into(x, out, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK,
+                  variant: str = "pow2"):
+    """Launch a quantize kernel (:data:`VARIANTS`; the book's, v2, by default) on 1-D float32 arrays already in
+    place (device arrays on a GPU, no allocation and no copy), so that a benchmark times the kernel alone;
+    returns ``out``.
 
     Raises:
-        ValueError: as :func:`quantize_gpu`, or ``x`` and ``out`` not 1-D arrays of one length.
+        ValueError: as :func:`quantize_gpu`, an unknown variant, or ``x`` and ``out`` not 1-D arrays of one length.
         TypeError: ``x`` or ``out`` not float32.
     """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not a quantize kernel; expected one of {tuple(VARIANTS)}")
     args = _launch_args(fmt, scale, saturate)
     for name, a in (("x", x), ("out", out)):
         if np.dtype(getattr(a, "dtype", None)) != np.float32:
@@ -100,19 +146,24 @@ def quantize_into(x, out, fmt, *, scale: float = 1.0, saturate: bool = True, thr
                          f"{tuple(out.shape)}")
     if x.size:
         blocks = (x.size + threads - 1) // threads
-        quantize_v1_arith[blocks, threads](x, out, *args)
+        VARIANTS[variant][blocks, threads](x, out, *args)
     return out
 
 
-def quantize_gpu(x, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK):
-    """Quantize a float32 array with :func:`quantize_v1_arith`; returns a float32 array of ``x``'s shape.
+def quantize_gpu(x, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK,
+                 variant: str = "pow2"):
+    """Quantize a float32 array with a quantize kernel (v2, :func:`quantize_v2_pow2`, by default); returns a
+    float32 array of ``x``'s shape.
 
     Raises:
-        ValueError: a format the kernel does not handle (integers, logarithmic, E8M0), or a bad scale.
+        ValueError: a format the kernel does not handle (integers, logarithmic, E8M0), a bad scale, or an
+            unknown variant.
     """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not a quantize kernel; expected one of {tuple(VARIANTS)}")
     _launch_args(fmt, scale, saturate)  # a bad format or scale fails before any copy
     x32 = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
     # Poison the output: an element the kernel never writes stays NaN and fails any comparison.
     out = np.full(x32.shape, np.nan, dtype=np.float32)
-    quantize_into(x32, out, fmt, scale=scale, saturate=saturate, threads=threads)
+    quantize_into(x32, out, fmt, scale=scale, saturate=saturate, threads=threads, variant=variant)
     return out.reshape(np.shape(x))

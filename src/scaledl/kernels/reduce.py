@@ -4,10 +4,20 @@ Two passes keep the result deterministic (the same bits every run, unlike float 
 addition changes between runs): pass 1 leaves one partial sum per block, pass 2 runs the same kernel with a
 single block over those partials.
 
-* ``v1 shared``: the block's partial sums are halved in shared memory, ``__syncthreads`` between levels,
-  down to one value.
+* ``v1 shared``: each thread sums its share of ``x`` in a register (:func:`thread_sum`), then the block's
+  partial sums are halved in shared memory, ``__syncthreads`` between levels, down to one value.
 * ``v2 warp``: what changed: each warp first sums its 32 values with register shuffles
   (``shfl_down_sync``, no shared memory, no block barrier), then warp 0 sums the warps' results the same way.
+
+Both read ``x`` with :func:`thread_sum`: a grid-stride loop that takes ``LOADS_PER_TRIP`` (8) elements a stride
+apart per trip and loads them all before the first add, with unsigned 32-bit indices. Why: the first H200 run
+(docs/gpu-runs/2026-11-26-nvidia-h200) timed both kernels at about 85 % of the device copy, short of the 90 %
+aimed at, with a one-element ``range`` loop that the compiler had unrolled four times: four loads in flight per
+thread, as the stream kernels' four elements per trip (:mod:`scaledl.kernels.bandwidth`), and the 64-bit index
+arithmetic of ``range`` around them, about 19 instructions per element. A sum reads and does not write, so each thread
+needs more bytes in flight than a copy to keep the same bandwidth busy (Little's law), the more so in the last
+of the two waves of blocks the bench launches, when SMs run out of blocks; ``scaledl kernels report`` shows
+twice the bytes in flight and a third of the instructions per element. A GPU run has still to time it.
 
 Numba's CUDA simulator implements no warp shuffles, so on the simulator ``variant="auto"`` uses v1 and an
 explicit ``variant="warp"`` raises; on a GPU ``auto`` uses v2.
@@ -24,15 +34,43 @@ import math
 import numpy as np
 
 import scaledl.device
-from numba import cuda, float32
+from numba import cuda, float32, uint32
 
 VARIANTS = ("auto", "shared", "warp")
 FULL_MASK = 0xFFFFFFFF  # every lane of the warp takes part in the shuffle
+LOADS_PER_TRIP = 8  # elements a thread loads per loop trip, all before the first add (thread_sum)
+MAX_ELEMENTS = 2**31  # 32-bit indices: i + 7 x stride stays below 2**32 (8 GiB of float32 at most)
 
 
 def sum_reference(x) -> float:
     """The specification: the exactly rounded sum of the float32 inputs (math.fsum, in float64)."""
     return math.fsum(np.asarray(x, np.float64).ravel())
+
+
+@cuda.jit(device=True)
+def thread_sum(x):
+    """This thread's share of ``x`` (every ``gridsize``-th element from ``grid(1)`` on), summed in a register:
+    eight elements a stride apart per trip, all loaded before any is added, then the ragged end one at a time.
+    Indices are unsigned 32-bit (``MAX_ELEMENTS``): 64-bit signed ones cost an address calculation each."""
+    n = uint32(x.size)
+    stride = uint32(cuda.gridsize(1))
+    i = uint32(cuda.grid(1))
+    acc = float32(0.0)
+    while i + uint32(7) * stride < n:  # eight independent loads in flight before the first add waits on one
+        a0 = x[i]
+        a1 = x[i + stride]
+        a2 = x[i + uint32(2) * stride]
+        a3 = x[i + uint32(3) * stride]
+        a4 = x[i + uint32(4) * stride]
+        a5 = x[i + uint32(5) * stride]
+        a6 = x[i + uint32(6) * stride]
+        a7 = x[i + uint32(7) * stride]
+        acc += ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+        i += uint32(LOADS_PER_TRIP) * stride
+    while i < n:  # the ragged end: fewer than eight elements left for this thread
+        acc += x[i]
+        i += stride
+    return acc
 
 
 def _block_threads() -> int:
@@ -54,10 +92,7 @@ def _make_kernels(threads: int):
         """v1: grid-stride accumulation in a register, then a shared-memory tree with a barrier per level."""
         buf = cuda.shared.array(NT, float32)
         tid = cuda.threadIdx.x
-        acc = float32(0.0)
-        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
-            acc += x[i]
-        buf[tid] = acc
+        buf[tid] = thread_sum(x)
         cuda.syncthreads()
         half = NT // 2
         while half > 0:
@@ -75,9 +110,7 @@ def _make_kernels(threads: int):
         tid = cuda.threadIdx.x
         lane = tid % 32
         warp = tid // 32
-        acc = float32(0.0)
-        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
-            acc += x[i]
+        acc = thread_sum(x)
         offset = 16
         while offset > 0:  # 5 shuffle steps: lane i adds lane i + offset
             acc += cuda.shfl_down_sync(FULL_MASK, acc, offset)
@@ -122,6 +155,8 @@ def reduce_sum_into(x, partial, result, variant: str = "auto"):
     ``result``: one float32), so a benchmark times the kernels without allocations or copies."""
     kernel = sum_v1_shared if resolve_variant(variant) == "shared" else sum_v2_warp
     threads = _block_threads()
+    if not x.shape[0] < MAX_ELEMENTS:
+        raise ValueError(f"x has {x.shape[0]} elements; the kernels index in 32 bits, at most {MAX_ELEMENTS - 1}")
     if not 1 <= partial.shape[0] <= _max_blocks():
         raise ValueError(f"partial must hold between 1 and {_max_blocks()} values, got {partial.shape[0]}")
     kernel[partial.shape[0], threads](x, partial)

@@ -41,7 +41,8 @@ from scaledl.kernels import sass as sass_text
 from scaledl.kernels.launch_table import kernel_table
 
 __all__ = ["ToolsMissing", "kernel_table", "ARCHS", "find_tool", "tool_versions", "KernelReport",
-           "report", "assemble_ptx", "sm_occupancy", "format_table", "run_from_args"]
+           "report", "assemble_ptx", "sm_occupancy", "COLUMNS", "rows", "format_table", "changed",
+           "run_from_args"]
 
 
 class ToolsMissing(RuntimeError):
@@ -307,44 +308,103 @@ def _widths(counts: dict[int, int]) -> str:
     return " ".join(f"{n}x{w}" for w, n in sorted(counts.items())) or "-"
 
 
-def format_table(reports: list[KernelReport]) -> str:
-    """A markdown table, one kernel a row: ``2x128`` is two 128-bit instructions; "in flight" is the global
-    bytes a thread has issued before it uses the first (``+pf``: across the FFMA loop, a prefetch); the loop
-    columns count one trip of the inner loop (:func:`scaledl.kernels.sass.inner_loop`)."""
-    head = ("| kernel | threads | regs | spill B | smem B | blocks/SM | warps/SM (limit) | LDG in kernel | in flight B "
-            "| loop FFMA | loop LDG | loop LDS | loop STS | int/FFMA | FFMA share | f64 div |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+COLUMNS = ("kernel", "threads", "regs", "spill B", "smem B", "blocks/SM", "warps/SM (limit)", "LDG in kernel",
+           "in flight B", "loop FFMA", "loop LDG", "loop LDS", "loop STS", "int/FFMA", "FFMA share", "f64 div")
+
+
+def rows(reports: list[KernelReport]) -> list[dict[str, str]]:
+    """One dict per kernel, ``{column: text}`` for every column of :data:`COLUMNS` (a kernel that failed to
+    compile: ``{"kernel": name, "error": why}``). See :func:`format_table` for what the columns mean."""
+    out = []
     for r in reports:
         if r.error:
-            lines.append(f"| {r.name} | error: {r.error[:300]} |")
+            out.append({"kernel": r.name, "error": r.error[:300]})
             continue
         lp = r.loop
+        row = {"kernel": r.name, "threads": str(r.threads_per_block), "regs": str(r.registers),
+               "spill B": str(r.spill_bytes), "smem B": str(r.ptxas.shared_bytes), "blocks/SM": str(r.blocks_per_sm),
+               "warps/SM (limit)": f"{r.warps_per_sm} ({r.occupancy.limited_by})",
+               "LDG in kernel": _widths(r.kernel.ldg),
+               "in flight B": f"{r.in_flight.bytes}{' +pf' if r.in_flight.over_inner_loop else ''}",
+               "f64 div": str(r.ptx_f64_divisions)}
         if lp is None:
-            loop = "- | - | - | - | - | -"
+            row.update({c: "-" for c in ("loop FFMA", "loop LDG", "loop LDS", "loop STS", "int/FFMA", "FFMA share")})
         else:
-            ratio = (f"{lp.integer_per_ffma:.2f} | {lp.ffma_share:.0%}" if lp.ffma else "- | -")
-            loop = f"{lp.ffma} | {_widths(lp.ldg)} | {_widths(lp.lds)} | {_widths(lp.sts)} | {ratio}"
-        flight = f"{r.in_flight.bytes}{' +pf' if r.in_flight.over_inner_loop else ''}"
-        lines.append(f"| {r.name} | {r.threads_per_block} | {r.registers} | {r.spill_bytes} | "
-                     f"{r.ptxas.shared_bytes} | {r.blocks_per_sm} | {r.warps_per_sm} ({r.occupancy.limited_by}) | "
-                     f"{_widths(r.kernel.ldg)} | {flight} | {loop} | {r.ptx_f64_divisions} |")
-    return "\n".join(lines)
+            row.update({"loop FFMA": str(lp.ffma), "loop LDG": _widths(lp.ldg), "loop LDS": _widths(lp.lds),
+                        "loop STS": _widths(lp.sts),
+                        "int/FFMA": f"{lp.integer_per_ffma:.2f}" if lp.ffma else "-",
+                        "FFMA share": f"{lp.ffma_share:.0%}" if lp.ffma else "-"})
+        out.append(row)
+    return out
+
+
+def format_table(reports: list[KernelReport], columns=COLUMNS, style: str = "markdown") -> str:
+    """A table, one kernel a row: ``2x128`` is two 128-bit instructions; "in flight" is the global bytes a
+    thread has issued before it uses the first (``+pf``: across the FFMA loop, a prefetch); the loop columns
+    count one trip of the inner loop (:func:`scaledl.kernels.sass.inner_loop`). ``columns``: a selection of
+    :data:`COLUMNS`; ``style``: ``"markdown"`` or ``"text"`` (aligned columns, for ``print``).
+
+    Raises:
+        ValueError: an unknown column or style.
+    """
+    unknown = [c for c in columns if c not in COLUMNS]
+    if unknown or style not in ("markdown", "text"):
+        raise ValueError(f"columns {unknown} / style {style!r}: expected columns from {COLUMNS} and a style of "
+                         "'markdown' or 'text'")
+    table = [[row.get(c, "") if "error" not in row else (row["kernel"] if c == "kernel" else "") for c in columns]
+             + ([f"error: {row['error']}"] if "error" in row else []) for row in rows(reports)]
+    if style == "markdown":
+        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        for cells, row in zip(table, rows(reports)):
+            lines.append(f"| {row['kernel']} | error: {row['error']} |" if "error" in row
+                         else "| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+    widths = [max(len(c), *(len(cells[k]) for cells in table)) for k, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(columns, widths)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for cells in table:
+        lines.append("  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths)))
+                     + ("  " + cells[-1] if len(cells) > len(columns) else ""))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def changed(before: KernelReport, after: KernelReport, columns=COLUMNS[1:]) -> list[tuple[str, str, str]]:
+    """``(column, before, after)`` for each column of the table (:data:`COLUMNS`) in which two reports differ:
+    what one change to a kernel did to its machine code.
+
+    Raises:
+        ValueError: a report that holds an error instead of facts.
+    """
+    a, b = rows([before, after])
+    if "error" in a or "error" in b:
+        raise ValueError(f"before/after: {before.name if 'error' in a else after.name} failed to compile, no facts")
+    return [(c, a[c], b[c]) for c in columns if a[c] != b[c]]
 
 
 def run_from_args(args) -> int:
     """``scaledl kernels report`` (the arguments are defined in :mod:`scaledl.cli`): the table, then the GEMM
     model's predictions for the GEMM variants in it (sm_90 only: the model is of an H200)."""
+    from scaledl.kernels import static_record
+
     if args.list:
         print("\n".join(e.name for e in kernel_table()))
         return 0
-    try:
-        reports = report(args.only, args.arch, save_dir=args.save)
-    except ToolsMissing as err:
-        print(f"scaledl: cannot make the static report: {err}", file=sys.stderr)
-        return 3
+    if getattr(args, "write_record", False):
+        print(f"wrote {static_record.write(args.arch)}")
+        return 0
+    if getattr(args, "recorded", False):
+        facts = static_record.recorded(args.only, args.arch)
+        reports, source = list(facts.reports), f", recorded in the package with {facts.tools_line}"
+    else:
+        try:
+            reports, source = report(args.only, args.arch, save_dir=args.save), ""
+        except ToolsMissing as err:
+            print(f"scaledl: cannot make the static report: {err} (--recorded prints the report recorded in the "
+                  f"package)", file=sys.stderr)
+            return 3
     sm = ARCHS[args.arch]
-    print(f"Static report for {args.arch} (SM limits of the {sm.name}: {sm.registers} registers, {sm.max_threads} "
-          f"threads, {sm.shared_bytes} bytes of shared memory)\n")
+    print(f"Static report for {args.arch}{source} (SM limits of the {sm.name}: {sm.registers} registers, "
+          f"{sm.max_threads} threads, {sm.shared_bytes} bytes of shared memory)\n")
     print(format_table(reports))
     gemm = [r for r in reports if r.name.startswith("gemm_v") and not r.error]
     if gemm and args.arch == "sm_90":

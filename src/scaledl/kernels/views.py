@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scaledl.kernels.gemm import PAD
 from scaledl.kernels.gemm_traffic import gemm_traffic
 from scaledl.kernels.occupancy import H100_SXM, launch_waves, occupancy
 from scaledl.kernels.winograd import conv2d_direct_in, conv2d_winograd_in, multiplies_per_tile
@@ -59,7 +60,8 @@ def launch_figure(n: int = 1000, block: int = 128, registers_per_thread: int = 1
     Args:
         n: the size to mark (C is n x n).
         block: v3's block_m = block_n.
-        registers_per_thread: an estimate of v3's register use (sets how many blocks fit on an SM).
+        registers_per_thread: v3's registers per thread (``scaledl kernels report``; sets how many blocks fit
+            on an SM).
         per_thread: thread_m = thread_n (so a block has (block / per_thread)^2 threads).
 
     Returns:
@@ -77,7 +79,7 @@ def launch_figure(n: int = 1000, block: int = 128, registers_per_thread: int = 1
     if threads > 1024:  # a combination the widget offers but no GPU can launch: say so instead of drawing
         return (f"A {block} x {block} block with {per_thread} x {per_thread} outputs per thread needs {threads} "
                 f"threads, and a block may have at most 1024: choose more outputs per thread or a smaller block.")
-    smem_bytes = 2 * 8 * block * 4  # two block x 8 float32 tiles (block_k = 8)
+    smem_bytes = 4 * 8 * (block + PAD + block)  # the A tile (padded, gemm.PAD) and the B tile, block_k = 8
     occ = occupancy(threads, registers_per_thread, smem_bytes)
     if occ.blocks_per_sm == 0:
         return (f"{threads} threads x {registers_per_thread} registers = {threads * registers_per_thread:,} "
