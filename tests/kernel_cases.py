@@ -206,10 +206,10 @@ def _format_reference(x, fmt):
     return clipped.astype(dtype).astype(np.float32)
 
 
-def check_quantize(n, *, fmt, seed=0, variant="pow2"):
-    """The elementwise quantizer (the book's, v2, unless ``variant`` says otherwise) onto fp16 / bf16 / FP8
-    grids, 128 threads per block: bit-exact."""
-    from scaledl.kernels.quantize import THREADS_PER_BLOCK, VARIANTS
+def check_quantize(n, *, fmt, seed=0, variant="four"):
+    """The elementwise quantizer (the book's, v3, unless ``variant`` says otherwise) onto fp16 / bf16 / FP8
+    grids, 128 threads per block, the grid of ``quantize.launch_config``: bit-exact."""
+    from scaledl.kernels.quantize import VARIANTS, launch_config
     from scaledl.numerics.formats import get_format
 
     spec = get_format(fmt)
@@ -217,16 +217,16 @@ def check_quantize(n, *, fmt, seed=0, variant="pow2"):
     x = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 18, n))).astype(np.float32)  # subnormals to overflow
     x[:4] = [np.nan, -0.0, np.inf, -np.inf]
     out = poisoned(n)
-    VARIANTS[variant][_cdiv(n, THREADS_PER_BLOCK), THREADS_PER_BLOCK](
+    VARIANTS[variant][launch_config(n, variant)](
         cuda.to_device(x), out, 1.0, 1.0, spec.man_bits, spec.emin, spec.max_value, spec.max_value)
     assert_exact(out.copy_to_host(), _format_reference(x, fmt), f"quantize {variant} {fmt} n={n}")
 
 
-def check_fp16_ties(stride, *, seed=0, variant="pow2"):
+def check_fp16_ties(stride, *, seed=0, variant="four"):
     """The quantizer onto fp16 without saturation (a plain cast: overflow goes to inf) on every ``stride``-th
     fp16 bit pattern and on the midpoint between it and its upper neighbour (a tie, exact in float32), against
     NumPy's float16 cast, bit for bit. ``stride=1``: all 63488 finite halves and their ties."""
-    from scaledl.kernels.quantize import THREADS_PER_BLOCK, VARIANTS
+    from scaledl.kernels.quantize import VARIANTS, launch_config
     from scaledl.numerics.formats import get_format
 
     start = int(np.random.default_rng(seed).integers(stride))  # a different subset of the patterns per seed
@@ -237,7 +237,7 @@ def check_fp16_ties(stride, *, seed=0, variant="pow2"):
     x = np.concatenate([halves.astype(np.float32), ties[np.isfinite(ties)]])
     spec = get_format("fp16")
     out = poisoned(x.size)
-    VARIANTS[variant][_cdiv(x.size, THREADS_PER_BLOCK), THREADS_PER_BLOCK](
+    VARIANTS[variant][launch_config(x.size, variant)](
         cuda.to_device(x), out, 1.0, 1.0, spec.man_bits, spec.emin, spec.max_value, math.inf)
     assert_exact(out.copy_to_host(), x.astype(np.float16).astype(np.float32), f"fp16 ties stride={stride}")
 
@@ -311,7 +311,7 @@ def check_spmm(M, K, N, *, seed=0):
 
 
 def check_nm_gemm(M, K, N, *, variant, seed=0):
-    """2:4 compressed GEMM v1 (16 x 16 blocks) or v2 (16 x 16 tiles), K padded to whole groups of 4.
+    """2:4 compressed GEMM v1 (16 x 16 blocks), v2 or v3 (16 x 16 tiles), K padded to whole groups of 4.
 
     Bound: float32 accumulation of the K/2 kept products, (K/2 + 2) eps32 sum|a_j b_j|."""
     from scaledl.kernels import nm_gemm as nm
@@ -320,11 +320,7 @@ def check_nm_gemm(M, K, N, *, variant, seed=0):
     rng = np.random.default_rng(seed)
     values, meta = compress_nm(rng.standard_normal((M, K), dtype=np.float32), axis=1, pad=True)
     B = rng.standard_normal((K, N), dtype=np.float32)
-    if variant == "naive":
-        kernel, (bx, by) = nm.nm_gemm_v1, nm.BLOCK["cuda"]
-    else:
-        t = nm.TILE["cuda"]
-        kernel, (bx, by) = nm.tiled_kernel(t), (t, t)
+    kernel, (bx, by) = nm.kernel_and_block(variant, "cuda")  # the GPU's launch shape on both tiers
     C = poisoned((M, N))
     kernel[(_cdiv(N, bx), _cdiv(M, by)), (bx, by)](*(cuda.to_device(a) for a in (values, meta, B)), C)
     bound = (values.shape[1] + 2) * EPS32 * nm.nm_gemm_reference(np.abs(values), meta, np.abs(B))
@@ -414,6 +410,9 @@ CASES = {
     "quantize_bf16": Case(check_quantize, dict(n=301), dict(n=1_000_003), dict(fmt="bf16")),
     "quantize_e4m3": Case(check_quantize, dict(n=301), dict(n=1_000_003), dict(fmt="e4m3")),
     "quantize_e5m2": Case(check_quantize, dict(n=301), dict(n=1_000_003), dict(fmt="e5m2")),
+    # n = 1501 on the simulator: 3 blocks of 128, so threads below 349 make a trip of four, the rest a ragged end
+    "quantize_e4m3_trips": Case(check_quantize, dict(n=1501), dict(n=1 << 24), dict(fmt="e4m3")),
+    "quantize_e4m3_v2": Case(check_quantize, dict(n=301), dict(n=1_000_003), dict(fmt="e4m3", variant="pow2")),
     "quantize_fp16_ties": Case(check_fp16_ties, dict(stride=509), dict(stride=1)),
     "logdot_v1": Case(check_logdot, dict(n=333, threads=64), dict(n=1_000_003), dict(variant="v1")),
     "logdot_v2": Case(check_logdot, dict(n=333, threads=64), dict(n=1_000_003), dict(variant="v2")),
@@ -424,6 +423,9 @@ CASES = {
                             dict(variant="naive")),
     "nm_gemm_tiled16": Case(check_nm_gemm, dict(M=17, K=41, N=19), dict(M=1001, K=1023, N=257),
                             dict(variant="tiled")),
+    # K = 137: three of v3's 64-column tiles, the last one ragged
+    "nm_gemm_decoded16": Case(check_nm_gemm, dict(M=17, K=137, N=19), dict(M=1001, K=1023, N=257),
+                              dict(variant="decoded")),
     "rnn_standard128": Case(check_rnn, dict(H=13, B=11, T=3), dict(H=1001, B=3, T=20), dict(variant="standard")),
     "rnn_persistent_block128": Case(check_rnn, dict(H=13, B=11, T=3), dict(H=110, B=5, T=50),
                                     dict(variant="persistent_block")),

@@ -6,15 +6,16 @@ and its copy kernel at 73 % of cudaMemcpy. One slot of device time cannot iterat
 candidate in one go and prints a table (and JSON) from which the book's defaults are chosen.
 
 Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR [SECTION ...]``, sections ``ladder`` (every
-variant of scaledl.kernels.gemm, v1 to v8, beside the prediction of scaledl.perf.kernel_model: v4 to v8 not
-yet run on a GPU), ``gemm`` (v3's tilings), ``gemm2d`` (lab 02's 2-D thread block with its own k-step),
-``gemmfixed`` (v3 with load loops of fixed length: not yet run on a GPU; the ladder's v4 is the version whose
-loads the compiler really issues together), ``copy`` (copy kernel shapes), ``quantize`` (the e4m3 kernels v1 and
-v2, the book's since 2026-11-27, without v1's float64 division, each checked bit for bit: v2 not yet run on a
-GPU), ``reduce`` (the two-pass sum with the one-element loop the H200 run timed, against the book's eight loads
-per trip, at the bench's 2048 blocks and at 4096: not yet run on a GPU), ``ncu`` (one launch of each GEMM
-kernel, for Nsight Compute: ``ncu -k regex:regblock ... python tools/gpu_experiments.py /tmp ncu``); all but ncu
-by default. On the simulator it runs at tiny sizes, which tests the script itself.
+variant of scaledl.kernels.gemm, v1 to v8, beside the prediction of scaledl.perf.kernel_model: v4 to v8 not yet run
+on a GPU), ``gemm`` (v3's tilings), ``gemm2d`` (lab 02's 2-D thread block with its own k-step), ``gemmfixed`` (v3
+with load loops of fixed length: not yet run on a GPU; the ladder's v4 is the version whose loads the compiler
+really issues together), ``copy`` (copy kernel shapes), ``quantize`` (the e4m3 kernels v1, v2 without v1's float64
+division, and v3, the book's, v2's rounding four elements a loop trip with all four loads in flight, each checked
+bit for bit: v2 and v3 not yet run on a GPU), ``reduce`` (the two-pass sum with the one-element loop the H200 run
+timed, against the book's eight loads per trip, at the bench's 2048 blocks and at 4096: not yet run on a GPU),
+``ncu`` (one launch of each GEMM kernel, for Nsight Compute: ``ncu -k regex:regblock ... python
+tools/gpu_experiments.py /tmp ncu``); all but ncu by default. On the simulator it runs at tiny sizes, which tests
+the script itself.
 """
 
 import functools
@@ -354,7 +355,7 @@ variant("complex128 view (16 B), stride 65536 x 256", copy_wide, 65536, 256, d12
 variant("complex128 view (16 B), 16 blocks/SM x 256", copy_wide, SMS * 16, 256, d128, s128)
 
 
-# ------------------------------------------------------------------ e4m3 quantize: v1 against v2 (no division)
+# ------------------------------------------- e4m3 quantize: v1, v2 (no division), v3 (four loads in flight)
 if "quantize" in SECTIONS:
     from scaledl.kernels.quantize import VARIANTS as QUANTIZE
     from scaledl.kernels.quantize import quantize_into, quantize_reference

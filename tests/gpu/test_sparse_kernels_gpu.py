@@ -58,6 +58,6 @@ def test_spmm_and_nm_gemm_full_size():
     ref = nm_gemm_reference(values, meta, Bk)
     # float32 accumulation of the K/2 kept products: (K/2 + 2) eps32 sum_j |a_j b_j|
     tol = (values.shape[1] + 2) * EPS32 * (np.abs(nm_gemm_reference(np.abs(values), meta, np.abs(Bk))))
-    for variant in ("naive", "tiled"):
+    for variant in ("naive", "tiled", "decoded"):
         C = nm_gemm(values, meta, Bk, variant=variant)
         assert np.all(np.abs(C - ref) <= tol), variant

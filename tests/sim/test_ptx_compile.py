@@ -37,6 +37,7 @@ compile_all({
     # kernels of Chapters 07-08 (quantizer, binned log dot product) and the install smoke test
     "quantize": (q.quantize_v1_arith, (a1, a1, f64, f64, i64s, i64s, f64, f64)),
     "quantize_v2": (q.quantize_v2_pow2, (a1, a1, f64, f64, i64s, i64s, f64, f64)),
+    "quantize_v3": (q.quantize_v3_four, (a1, a1, f64, f64, i64s, i64s, f64, f64)),
     "logdot_v1": (l.logdot_v1, (i8, i32, i8, i32, i64s, i64s, i64)),
     "logdot_v2": (l.logdot_v2, (i8, i32, i8, i32, i64s, i64s, i64)),
     "axpy": (sm.axpy, (float32, a1, a1, a1)), **LADDER})
@@ -45,12 +46,12 @@ compile_all({
 
 def test_every_kernel_compiles_to_ptx(compile_ptx):
     rows = compile_ptx(BODY)
-    assert len(rows) == 18 + 2 * 5, rows  # and GEMM v4 to v8 at the GPU's and the simulator's tilings
+    assert len(rows) == 19 + 2 * 5, rows  # and GEMM v4 to v8 at the GPU's and the simulator's tilings
     for v in ("fixed_loads", "index32", "vec4", "unroll_k", "prefetch"):
         assert rows[v]["local"] == 0 and rows[v]["fma"] >= 64 and rows[v]["bar"] >= 2, (v, rows[v])
         assert rows[v + "_sim"]["fma"] >= 4, v  # 2 x 2 accumulators
     assert rows["logdot_v1"]["local"] == 0 and rows["quantize"]["local"] == 0  # nothing spilled to local memory
-    assert rows["quantize_v2"]["local"] == 0
+    assert rows["quantize_v2"]["local"] == 0 and rows["quantize_v3"]["local"] == 0
     assert rows["regblock"]["local"] == 0, "v3's accumulators spilled to local memory"
     assert rows["regblock"]["fma"] >= 64  # 8 x 8 accumulators, each one FMA per k step, fully unrolled
     assert rows["sum_warp"]["shfl"] >= 10  # two 5-step shuffle trees

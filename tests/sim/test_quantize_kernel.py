@@ -1,7 +1,8 @@
 """The elementwise quantization kernels against the library's bit-manipulation quantizer and ml_dtypes.
 
-Both kernels (v1, which divides in float64, and v2, the book's, which does not) on every class of float32
-input, bit for bit, at sizes that are not a multiple of the 128-thread block, outputs poisoned.
+Every kernel (v1, which divides in float64; v2, which does not; v3, the book's, v2's rounding four elements a loop
+trip) on every class of float32 input, bit for bit, at sizes that are not a multiple of the 128-thread block,
+outputs poisoned; v3 also at grids small enough that each thread makes several trips of four and a ragged end.
 """
 
 import ml_dtypes
@@ -81,6 +82,22 @@ def test_every_float32_class_bit_exact(variant, fmt, saturate):
         assert same.all(), list(zip(x[~same][:10], ref[~same][:10], out[~same][:10]))
 
 
+@pytest.mark.parametrize("fmt", ["e4m3", "fp16"])
+@pytest.mark.parametrize("threads", [128, 32])
+def test_v3_trips_of_four_and_the_ragged_end_bit_exact(fmt, threads):
+    """One block for 601 elements: at 128 threads each thread makes one trip of four (elements i to i + 384) and
+    the first 89 a ragged one more; at 32, several trips of four, then the ragged end. launch_config's grid (a
+    block per 512 elements) leaves most odd sizes to the ragged loop alone, so this is where the trips are checked."""
+    from scaledl.kernels.quantize import _launch_args
+
+    x = float32_classes(fmt)
+    out = np.full(x.size, np.nan, F32)
+    VARIANTS["four"][1, threads](x, out, *_launch_args(fmt, 1.0, True))
+    want = quantize(x, fmt)
+    same = _same_bits(out, want)
+    assert same.all(), list(zip(np.flatnonzero(~same)[:10], x[~same][:10], want[~same][:10], out[~same][:10]))
+
+
 def test_the_cases_cover_every_class():
     x = float32_classes("e4m3")
     tiny = np.finfo(F32).tiny
@@ -117,5 +134,6 @@ def test_kernel_rejects_formats_it_does_not_handle():
         quantize_gpu(np.ones(3), "e8m0")
     with pytest.raises(ValueError, match="scale must be finite and > 0"):
         quantize_gpu(np.ones(3), "e4m3", scale=0)
-    with pytest.raises(ValueError, match=r"variant='v9' is not a quantize kernel; expected one of \('arith', 'pow2'\)"):
+    with pytest.raises(ValueError, match=r"variant='v9' is not a quantize kernel; expected one of "
+                                         r"\('arith', 'pow2', 'four'\)"):
         quantize_gpu(np.ones(3), "e4m3", variant="v9")

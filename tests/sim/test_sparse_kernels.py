@@ -71,8 +71,9 @@ def test_spmm(M, K, N, density):
     assert (C[M - 1] == 0).all()
 
 
-@pytest.mark.parametrize("variant", ["naive", "tiled"])
-@pytest.mark.parametrize("M, K, N", [(1, 4, 1), (13, 18, 7), (5, 41, 11)])  # K = 41: three metadata words
+@pytest.mark.parametrize("variant", ["naive", "tiled", "decoded"])
+# K = 41: three metadata words; K = 137: three of v3's 64-column tiles, the last one ragged
+@pytest.mark.parametrize("M, K, N", [(1, 4, 1), (13, 18, 7), (5, 41, 11), (10, 137, 9)])
 def test_nm_gemm_reads_only_kept_positions(variant, M, K, N):
     rng = np.random.default_rng(K)
     pattern = np.zeros(-(-K // 4) * 4, bool)  # one 2:4 pattern shared by every row
@@ -93,7 +94,7 @@ def test_nm_gemm_reads_only_kept_positions(variant, M, K, N):
     assert_close(C, sp.csr_array(A), B, ref)
 
 
-@pytest.mark.parametrize("variant", ["naive", "tiled"])
+@pytest.mark.parametrize("variant", ["naive", "tiled", "decoded"])
 def test_nm_gemm_random_dense_input(variant):
     rng = np.random.default_rng(5)
     A = rng.standard_normal((9, 21)).astype(np.float32)  # not sparse: compress_nm prunes it to 2:4

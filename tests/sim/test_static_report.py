@@ -3,8 +3,9 @@
 Each kernel is compiled at its GPU launch shape for sm_90 (PTX by numba-cuda, then ptxas -v and nvdisasm from
 the nvidia-cuda-nvcc / nvidia-cuda-nvdisasm wheels of the dev extra). Pinned here: no kernel spills; v3 has
 the registers and occupancy Nsight Compute measured on the H200 (docs/gpu-runs/2026-11-26-nvidia-h200); the
-GEMM ladder's facts, and the goal for its fastest variant; the quantize kernels' float64 divisions (v1 has them,
-the book's kernel v2 none); the reductions' loads in flight; the kernel model's inputs; the facts recorded in the
+GEMM ladder's facts, and the goal for its fastest variant; the 2:4 GEMM's v2 against v3 (chapter 12); the quantize
+kernels' float64 divisions (v1 has them, v2 and the book's kernel v3 none) and v3's loads in flight; the reductions'
+loads in flight; the kernel model's inputs; the facts recorded in the
 package for machines without the tools (static_report.recorded). Skipped, with the reason, where the tools or
 libNVVM are missing.
 """
@@ -108,6 +109,24 @@ def test_kernel_model_facts_are_the_static_reports(sm90):
         assert km.gemm_facts(sm90[facts.name], variant) == facts
 
 
+def test_the_2_4_gemm_v2_lost_its_twin_and_v3_changes_why(sm90):
+    """Chapter 12: the tiled 2:4 GEMM (v2) ran at 0.35x its dense twin on the H200
+    (docs/gpu-runs/2026-11-26-nvidia-h200, bench-new-sections.log). Its report: fewer warps than the twin, 8 FFMAs
+    a tile among hundreds of integer and address instructions, the tile loop full of branches (loops of
+    thread-dependent length), one load at a time per array. v3: every load of a tile in flight, 32 FFMAs between
+    two barriers, a tile loop of straight-line code (its one branch the back edge, so its static count is what a
+    trip issues), more warps."""
+    v2, v3, twin = sm90["nm_gemm_v2_tiled"], sm90["nm_gemm_v3_decoded"], sm90["gemm_v2_tiled"]
+    assert (v2.registers, v2.warps_per_sm, v2.occupancy.limited_by) == (72, 24, "registers") and twin.warps_per_sm == 64
+    assert v2.loop.ffma == 8 and v2.loop.opcodes["BRA"] >= 10 and v2.loop.integer_per_ffma > 50
+    assert (v2.in_flight.loads, v2.in_flight.bytes) == (3, 12)  # a float of B, a value, a word
+    assert v3.spill_bytes == 0 and v3.threads_per_block == 256 and v3.warps_per_sm >= 32
+    # all eight loads of a tile in flight: 4 of B, 2 values, their 2 words
+    assert v3.loop.ldg == {16: 2, 32: 6} and (v3.in_flight.loads, v3.in_flight.bytes) == (8, 28)
+    assert v3.loop.ffma == 32 and v3.loop.opcodes["BRA"] == 1 and v3.loop.barriers == 2
+    assert v3.loop.ffma_share > 10 * v2.loop.ffma_share and v3.loop.integer_per_ffma < 5
+
+
 def test_quantize_v1_has_a_float64_division(sm90):
     """Why v2 exists: v1's ``a / ulp`` and ``r % 2`` divide in float64, a long sequence with a slow-path call."""
     v1 = sm90["quantize_v1_arith"]
@@ -122,12 +141,24 @@ def _books_quantize_kernel() -> str:
 
 
 def test_the_books_quantize_kernel_has_no_float64_division(sm90):
-    """No div.rn.f64 in the PTX, no slow-path call in the SASS, and about half of v1's instructions; fails if a
-    float64 division comes back into the kernel the book launches."""
+    """No div.rn.f64 in the PTX, no slow-path call in the SASS; fails if a float64 division comes back into the
+    kernel the book launches. Without them v2 is about half of v1's instructions."""
     name = _books_quantize_kernel()
-    r, v1 = sm90[name], sm90["quantize_v1_arith"]
+    r, v1, v2 = sm90[name], sm90["quantize_v1_arith"], sm90["quantize_v2_pow2"]
     assert name != "quantize_v1_arith" and r.ptx_f64_divisions == 0 and r.kernel.opcodes.get("CALL", 0) == 0
-    assert r.kernel.instructions < 0.6 * v1.kernel.instructions and r.spill_bytes == 0
+    assert v2.kernel.instructions < 0.6 * v1.kernel.instructions and r.spill_bytes == 0
+
+
+def test_the_books_quantize_kernel_has_four_loads_in_flight(sm90):
+    """v3, the book's: four loads issued before the first element is rounded, 16 bytes a thread, as the copy kernel
+    that reached 95 % of cudaMemcpy on the H200; v2 had one (4 bytes), like the one-element copy that reached 64-74 %.
+    The four come from one trip of its loop (four loads, four stores), at full occupancy."""
+    name = _books_quantize_kernel()
+    r, v2, copy = sm90[name], sm90["quantize_v2_pow2"], sm90["copy"]
+    assert name == "quantize_v3_four"
+    assert (r.in_flight.loads, r.in_flight.bytes) == (4, 16) == (copy.in_flight.loads, copy.in_flight.bytes)
+    assert (v2.in_flight.loads, v2.in_flight.bytes) == (1, 4)
+    assert r.loop.ldg == {32: 4} and r.loop.stg == {32: 4} and r.warps_per_sm == 64 and r.spill_bytes == 0
 
 
 def test_the_reductions_have_more_loads_in_flight_than_a_copy(sm90):

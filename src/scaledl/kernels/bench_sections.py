@@ -193,14 +193,9 @@ def bench_spmv(baselines, n: int, densities, repeats: int, inner: int = 1, warmu
 def _nm_launch(variant: str, d_values, d_meta, dB, dC):
     """``run()``: one launch of the 2:4 GEMM on device arrays, with the grid and block that
     :func:`scaledl.kernels.nm_gemm.nm_gemm` uses (which itself takes host arrays and copies them each call)."""
-    from scaledl.kernels.nm_gemm import BLOCK, TILE, nm_gemm_v1, tiled_kernel
+    from scaledl.kernels.nm_gemm import kernel_and_block
 
-    backend = scaledl.device.backend()
-    if variant == "naive":
-        kernel, (bx, by) = nm_gemm_v1, BLOCK[backend]
-    else:
-        t = TILE[backend]
-        kernel, (bx, by) = tiled_kernel(t), (t, t)
+    kernel, (bx, by) = kernel_and_block(variant)
     M, N = dC.shape
     grid = ((N + bx - 1) // bx, (M + by - 1) // by)
     return lambda: kernel[grid, (bx, by)](d_values, d_meta, dB, dC)
@@ -233,7 +228,7 @@ def bench_nm(baselines, shape: tuple[int, int, int], repeats: int, warmup: int =
     _check(twin, dC.copy_to_host(), exact, tol)
     t_twin = time_ms(lambda: gemm(dA, dB, variant="tiled", out=dC, tile=tile), repeats, warmup=warmup)
     rows = [Row(twin, size, t_twin, flops / t_twin / 1e6, "GFLOP/s", "-", None)]
-    for variant in ("tiled", "naive"):
+    for variant in ("tiled", "decoded", "naive"):  # v2, v3, v1
         run = _nm_launch(variant, dV, dMeta, dB, dC)
         _poison(dC)
         run()

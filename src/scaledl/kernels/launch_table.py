@@ -88,6 +88,8 @@ def kernel_table() -> tuple[KernelEntry, ...]:
           f"{F2}, uint16[:, ::1], {F2}, {F2}"),
         E("nm_gemm_v2_tiled", "scaledl.kernels.nm_gemm", lambda m: m.tiled_kernel(m.TILE["cuda"]),
           lambda m: (m.TILE["cuda"], m.TILE["cuda"]), f"{F2}, uint16[:, ::1], {F2}, {F2}"),
+        E("nm_gemm_v3_decoded", "scaledl.kernels.nm_gemm", lambda m: m.decoded_kernel(m.TILE["cuda"]),
+          lambda m: m.kernel_and_block("decoded", "cuda")[1], f"{F2}, uint16[:, ::1], {F2}, {F2}"),
         E("rnn_v1_standard", "scaledl.kernels.rnn", lambda m: m.rnn_v1_standard, lambda m: m._threads(),
           f"{F2}, float32[:, :, ::1], float32[:, :, ::1], int64, int64"),
         # the bench's sizes: hidden 100 fits one block's shared memory; 1152 is Seed 001's RNN (116 blocks)

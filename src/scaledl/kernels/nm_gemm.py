@@ -12,6 +12,15 @@ instead of K, and B's rows of the pruned positions are never read for that row.
   per row, 8 kept values): it stages those 16 rows of B in shared memory, and each row's word and 8 values;
   each thread then decodes one word for 8 multiply-adds, gathering B from shared memory as a sparse
   tensor core gathers its B fragment.
+* ``v3 decoded``: what changed, and why (the H200 ran v2 at 0.35x its dense twin,
+  docs/gpu-runs/2026-11-26-nvidia-h200; ``scaledl kernels report`` shows why): v2 copies its tiles in loops whose
+  trip count depends on the thread (``range(ty, K_STEP, T)``), which the compiler builds as a general loop, unrolled
+  and with a remainder, in 64-bit signed indices, one load in flight at a time; and all 16 threads of a row decode
+  the same word again. v3 copies each tile with loops of fixed length into registers, every load issued before the
+  first store (GEMM v4, :mod:`scaledl.kernels.gemm_ladder`), in ``uint32`` indices (GEMM v5); the thread that loads
+  a kept value also decodes its position, once, into shared memory beside it (``sK``, already scaled to a row of
+  ``sB``); and a tile spans ``TILE_WORDS`` metadata words (64 dense columns), so a thread does 32 multiply-adds
+  between two barriers where v2 did 8.
 
 A group padded past K (``compress_nm(..., pad=True)``) may name a position >= K; its value is zero and the
 kernel skips it, so it never reads past B.
@@ -31,7 +40,7 @@ import functools
 import numpy as np
 
 import scaledl.device
-from numba import cuda, float32, uint16
+from numba import cuda, float32, uint16, uint32
 
 from scaledl.sparsity.nm import decompress_nm, metadata_words
 
@@ -39,9 +48,10 @@ N_KEPT, M_GROUP = 2, 4  # 2:4, the only pattern the hardware runs for 16-bit ope
 IDX_BITS = 2
 PER_WORD = 8  # 16-bit word / 2 bits
 BLOCK = {"cuda": (16, 16), "simulator": (8, 4)}  # v1's threads per block (x along the columns of C)
-TILE = {"cuda": 16, "simulator": 8}  # v2's T: T x T threads, T x T outputs per block
+TILE = {"cuda": 16, "simulator": 8}  # v2's and v3's T: T x T threads, T x T outputs per block
 K_STEP = M_GROUP * PER_WORD // N_KEPT  # 16 dense columns of A per metadata word
-VARIANTS = ("naive", "tiled")
+TILE_WORDS = 4  # v3: metadata words per row per tile, 64 dense columns: 32 multiply-adds between two barriers
+VARIANTS = ("naive", "tiled", "decoded")
 
 
 def nm_gemm_reference(values, metadata, B) -> np.ndarray:
@@ -121,10 +131,91 @@ def tiled_kernel(tile: int):
 nm_gemm_v2_tiled = tiled_kernel(TILE["cuda"])
 
 
+@functools.lru_cache(maxsize=None)
+def decoded_kernel(tile: int):
+    """v3 for a ``tile x tile`` block (what changed, see the module docstring: fixed-length loads, all issued
+    first, in unsigned indices; each position decoded once per tile into shared memory; 64 dense columns a tile).
+
+    Raises:
+        ValueError: a tile that does not divide the tile's 64 dense columns (then the loads would not share
+            out evenly, and each would need a guard of its own).
+    """
+    T = tile
+    KT = TILE_WORDS * K_STEP  # dense columns of A (rows of B) per tile
+    KEPT_T = TILE_WORDS * PER_WORD  # kept values per row of A per tile: KT / 2
+    if not (isinstance(T, int) and 0 < T and KT % T == 0):
+        raise ValueError(f"tile={tile!r}: expected a divisor of {KT} (the dense columns of a tile)")
+    NT = T * T  # threads per block
+    LOADS_B = KT // T  # loads of B per thread per tile: rows ty, ty + T, ... of the tile, column tx
+    LOADS_V = KEPT_T // T  # kept values (and their words) per thread per tile
+    SB = KT * T  # a shared array's shape must be a constant: computed here, not in the kernel
+
+    @cuda.jit
+    def nm_gemm_v3_decoded(values, metadata, B, C):
+        sB = cuda.shared.array(SB, float32)  # B[k0 + k, col0 + c] at k * T + c
+        sV = cuda.shared.array((T, KEPT_T), float32)  # the kept values of the block's rows in this tile
+        sK = cuda.shared.array((T, KEPT_T), uint32)  # what changed: each value's row of sB (times T), decoded
+        rb = cuda.local.array(LOADS_B, float32)  # this thread's share of the tile, on its way to shared memory
+        rv = cuda.local.array(LOADS_V, float32)
+        rw = cuda.local.array(LOADS_V, uint32)  # the metadata word of each of those values
+        tx = uint32(cuda.threadIdx.x)  # unsigned from here on (GEMM v5: no wrap-around of negative indices)
+        ty = uint32(cuda.threadIdx.y)
+        tid = ty * uint32(T) + tx
+        row0 = uint32(cuda.blockIdx.y) * uint32(T)
+        col0 = uint32(cuda.blockIdx.x) * uint32(T)
+        M = uint32(C.shape[0])
+        N = uint32(C.shape[1])
+        K = uint32(B.shape[0])
+        kept = uint32(values.shape[1])
+        col = col0 + tx
+        acc = float32(0.0)
+        for k0 in range(uint32(0), K, uint32(KT)):
+            j0 = k0 // uint32(M_GROUP) * uint32(N_KEPT)  # the tile's first kept value in each row
+            for l in range(LOADS_B):  # what changed: every load of the tile into registers first (GEMM v4) ...
+                k = k0 + ty + uint32(l * T)
+                rb[l] = B[k, col] if (k < K and col < N) else float32(0.0)
+            for l in range(LOADS_V):
+                q = tid + uint32(l * NT)  # the q-th of the tile's T x KEPT_T values
+                r = row0 + q // uint32(KEPT_T)
+                jj = j0 + q % uint32(KEPT_T)
+                inside = r < M and jj < kept
+                rv[l] = values[r, jj] if inside else float32(0.0)
+                rw[l] = uint32(metadata[r, jj // uint32(PER_WORD)]) if inside else uint32(0)
+            for l in range(LOADS_B):  # ... then the stores, the first of which waits for its load
+                sB[(ty + uint32(l * T)) * uint32(T) + tx] = rb[l]
+            for l in range(LOADS_V):
+                q = tid + uint32(l * NT)
+                r = q // uint32(KEPT_T)
+                j = q % uint32(KEPT_T)
+                idx = (rw[l] >> (uint32(IDX_BITS) * (j % uint32(PER_WORD)))) & uint32(3)
+                sV[r, j] = rv[l]
+                # what changed: the position decoded once, as the offset of its row in sB; a value outside A is
+                # zero and points at its group's first row, inside the tile (past K, sB holds zeros)
+                sK[r, j] = ((j // uint32(N_KEPT)) * uint32(M_GROUP) + idx) * uint32(T)
+            cuda.syncthreads()
+            for j in range(KEPT_T):  # unrolled by the compiler: a fixed 32 steps
+                acc += sV[ty, j] * sB[sK[ty, j] + tx]
+            cuda.syncthreads()
+        if row0 + ty < M and col < N:
+            C[row0 + ty, col] = acc
+
+    return nm_gemm_v3_decoded
+
+
+def kernel_and_block(variant: str, backend: str | None = None):
+    """``(kernel, (threads x, threads y))`` of ``variant`` on ``backend`` (the active one by default): what
+    :func:`nm_gemm` and the bench launch, one block per ``x`` by ``y`` outputs of C."""
+    backend = backend or scaledl.device.backend()
+    if variant == "naive":
+        return nm_gemm_v1, BLOCK[backend]
+    t = TILE[backend]
+    return (tiled_kernel(t) if variant == "tiled" else decoded_kernel(t)), (t, t)
+
+
 def nm_gemm(values, metadata, B, out=None, variant: str = "tiled") -> np.ndarray:
     """C = A @ B where ``(values, metadata) = compress_nm(A, 2, 4, axis=1, pad=...)`` and B is K x N float32.
 
-    ``variant``: ``"naive"`` (v1) or ``"tiled"`` (v2).
+    ``variant``: ``"naive"`` (v1), ``"tiled"`` (v2) or ``"decoded"`` (v3).
 
     Raises:
         TypeError: values or B not float32, metadata not uint16.
@@ -150,11 +241,7 @@ def nm_gemm(values, metadata, B, out=None, variant: str = "tiled") -> np.ndarray
         raise ValueError(f"out must be float32 of shape {(M, N)}, got {C.dtype} {C.shape}")
     if not (M and N):
         return C
-    if variant == "naive":
-        kernel, (bx, by) = nm_gemm_v1, BLOCK[scaledl.device.backend()]
-    else:
-        t = TILE[scaledl.device.backend()]
-        kernel, (bx, by) = tiled_kernel(t), (t, t)
+    kernel, (bx, by) = kernel_and_block(variant)
     grid = ((N + bx - 1) // bx, (M + by - 1) // by)
     args = [np.ascontiguousarray(a) for a in (values, metadata, B)]
     if scaledl.device.on_gpu():

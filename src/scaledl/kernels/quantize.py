@@ -1,4 +1,4 @@
-"""Elementwise quantization on the GPU: one thread rounds one value onto a float format's grid.
+"""Elementwise quantization on the GPU: each thread rounds values of a float32 array onto a float format's grid.
 
 The reference is :func:`scaledl.numerics.quantize.quantize` (bit manipulation on float32 patterns, bit-exact
 with ml_dtypes). The kernels compute the same thing a different way, by arithmetic, so agreeing with it is a
@@ -8,13 +8,22 @@ real check:
   subnormals come out right); the grid spacing there is ``ulp = 2**(e - man_bits)``; ``|x| / ulp`` is exact in
   float64 (a power-of-two division), so its floor and remainder decide round-to-nearest-even directly. Values
   above the largest finite one saturate (or become inf/NaN with ``saturate=False``, like a plain cast).
-* ``v2 pow2`` (the book's kernel: :func:`quantize_into`, :func:`quantize_gpu`): what changed: no float64
-  division. A GPU has no float64 divide instruction: ``a / ulp`` and the parity test ``r % 2`` (a float
-  modulo, which divides too) each compile to a reciprocal estimate, Newton steps and a call to a slow path,
-  together about half of v1's machine code (``scaledl kernels report``: two ``div.rn.f64`` in v1's PTX). Dividing
-  by a power of two is scaling by its inverse, exactly: ``ldexp(a, man_bits - e)``; and ``r`` is an integer of at
-  most ``man_bits + 1`` bits, so ``int(r) & 1`` is its parity. The same numbers, bit for bit. The first H200 run
-  timed v1 (docs/gpu-runs/2026-11-26-nvidia-h200, bench-new-sections.log); v2 has not run on a GPU yet.
+* ``v2 pow2``: what changed: no float64 division. A GPU has no float64 divide instruction: ``a / ulp`` and the
+  parity test ``r % 2`` (a float modulo, which divides too) each compile to a reciprocal estimate, Newton steps and
+  a call to a slow path, together about half of v1's machine code (``scaledl kernels report``: two ``div.rn.f64`` in
+  v1's PTX). Dividing by a power of two is scaling by its inverse, exactly: ``ldexp(a, man_bits - e)``; and ``r`` is
+  an integer of at most ``man_bits + 1`` bits, so ``int(r) & 1`` is its parity. The same numbers, bit for bit. The
+  first H200 run timed v1 (docs/gpu-runs/2026-11-26-nvidia-h200, bench-new-sections.log); v2 has not run on a GPU
+  yet.
+* ``v3 four`` (the book's kernel: :func:`quantize_into`, :func:`quantize_gpu`): what changed: four elements a loop
+  trip, all four loaded before the first is rounded, in a grid-stride loop (:func:`launch_config` gives a block per
+  ``THREADS_PER_BLOCK x 4`` elements). v2 has one 4-byte load in flight per thread, and a quantizer moves 8 bytes
+  per element for a few dozen instructions, so memory latency, not arithmetic, sets its pace. On the same H200
+  (tools/gpu_experiments.py, experiments.log) a copy with one element in flight per thread (a thread per element at
+  256 a block, or a grid-stride loop of one) reached 64 to 74 % of ``cudaMemcpy``'s rate, and one with four per
+  trip, loaded first, 95 % (:mod:`scaledl.kernels.bandwidth`). ``scaledl kernels report`` shows v3's four loads in
+  flight (16 bytes a thread, v2's 4); the rounding is v2's, bit for bit (:func:`_round_pow2`); v3 has not run on a
+  GPU yet.
 
 Signed float formats with ties-to-even (fp16, bf16, tf32, e5m2, e4m3, e3m2, e2m3, e2m1) are supported.
 
@@ -35,8 +44,8 @@ from numba import cuda
 from scaledl.numerics.formats import FloatFormat, get_format
 from scaledl.numerics.quantize import check_scale
 
-__all__ = ["quantize_reference", "quantize_v1_arith", "quantize_v2_pow2", "VARIANTS", "quantize_into", "quantize_gpu",
-           "THREADS_PER_BLOCK"]
+__all__ = ["quantize_reference", "quantize_v1_arith", "quantize_v2_pow2", "quantize_v3_four", "VARIANTS",
+           "ELEMENTS_PER_TRIP", "launch_config", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
 
 THREADS_PER_BLOCK = 128  # an elementwise kernel only needs enough warps per SM to hide memory latency
 
@@ -108,8 +117,73 @@ def quantize_v2_pow2(x, out, inv_scale, scale, man_bits, emin, max_value, overfl
     out[i] = q * scale
 
 
+@cuda.jit(device=True)
+def _round_pow2(xv, inv_scale, scale, man_bits, emin, max_value, overflow_value):
+    """v2's rounding of one element (a device function: Numba inlines it into the kernel that calls it)."""
+    v = xv * inv_scale
+    if v != v:  # NaN stays NaN
+        return xv
+    a = abs(v)
+    if a == math.inf:
+        q = overflow_value
+    else:
+        _, ex = math.frexp(a)  # a = f * 2**ex with f in [0.5, 1): the binade is ex - 1
+        e = max(ex - 1, emin)  # at least emin: below it the grid spacing stays the subnormals'
+        t = math.ldexp(a, man_bits - e)  # a / ulp (ulp = 2**(e - man_bits)) as an exact ldexp
+        r = math.floor(t)
+        rem = t - r
+        if rem > 0.5 or (rem == 0.5 and int(r) & 1 == 1):  # ties go to the even multiple of the ulp
+            r += 1.0
+        q = math.ldexp(r, e - man_bits)  # r * ulp, exact
+        if q > max_value:
+            q = overflow_value
+    if v < 0 or (v == 0 and math.copysign(1.0, v) < 0):
+        q = -q
+    return q * scale
+
+
+@cuda.jit
+def quantize_v3_four(x, out, inv_scale, scale, man_bits, emin, max_value, overflow_value):
+    """v3: v2's rounding, four elements a loop trip, all four loaded before the first is rounded (grid-stride)."""
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    n = x.size
+    i = start
+    while i + 3 * stride < n:  # what changed: four independent loads in flight before the first store waits
+        x0 = x[i]
+        x1 = x[i + stride]
+        x2 = x[i + 2 * stride]
+        x3 = x[i + 3 * stride]
+        out[i] = _round_pow2(x0, inv_scale, scale, man_bits, emin, max_value, overflow_value)
+        out[i + stride] = _round_pow2(x1, inv_scale, scale, man_bits, emin, max_value, overflow_value)
+        out[i + 2 * stride] = _round_pow2(x2, inv_scale, scale, man_bits, emin, max_value, overflow_value)
+        out[i + 3 * stride] = _round_pow2(x3, inv_scale, scale, man_bits, emin, max_value, overflow_value)
+        i += 4 * stride
+    while i < n:  # the ragged end: fewer than four elements left for this thread
+        out[i] = _round_pow2(x[i], inv_scale, scale, man_bits, emin, max_value, overflow_value)
+        i += stride
+
+
 # In ladder order; quantize_into and quantize_gpu launch the last.
-VARIANTS = {"arith": quantize_v1_arith, "pow2": quantize_v2_pow2}
+VARIANTS = {"arith": quantize_v1_arith, "pow2": quantize_v2_pow2, "four": quantize_v3_four}
+ELEMENTS_PER_TRIP = {"arith": 1, "pow2": 1, "four": 4}  # elements a thread handles per launch slot
+
+
+def launch_config(n: int, variant: str = "four", threads: int = THREADS_PER_BLOCK) -> tuple[int, int]:
+    """``(blocks, threads)`` for ``n`` elements: a block per ``threads x ELEMENTS_PER_TRIP[variant]`` elements, so a
+    thread of v1 or v2 rounds one element and a thread of v3 makes at most one trip of four (plus its ragged end).
+
+    >>> launch_config(1000, "pow2"), launch_config(1000, "four")
+    ((8, 128), (2, 128))
+
+    Raises:
+        ValueError: an unknown variant, or a thread count that is not a positive int.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not a quantize kernel; expected one of {tuple(VARIANTS)}")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    per_block = int(threads) * ELEMENTS_PER_TRIP[variant]
+    return max(1, (int(n) + per_block - 1) // per_block), int(threads)
 
 
 def _launch_args(fmt, scale, saturate) -> tuple:
@@ -126,8 +200,8 @@ def _launch_args(fmt, scale, saturate) -> tuple:
 
 
 def quantize_into(x, out, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK,
-                  variant: str = "pow2"):
-    """Launch a quantize kernel (:data:`VARIANTS`; the book's, v2, by default) on 1-D float32 arrays already in
+                  variant: str = "four"):
+    """Launch a quantize kernel (:data:`VARIANTS`; the book's, v3, by default) on 1-D float32 arrays already in
     place (device arrays on a GPU, no allocation and no copy), so that a benchmark times the kernel alone;
     returns ``out``.
 
@@ -145,14 +219,14 @@ def quantize_into(x, out, fmt, *, scale: float = 1.0, saturate: bool = True, thr
         raise ValueError(f"x and out must be 1-D arrays of one length, got shapes {tuple(x.shape)} and "
                          f"{tuple(out.shape)}")
     if x.size:
-        blocks = (x.size + threads - 1) // threads
+        blocks, threads = launch_config(x.size, variant, threads)
         VARIANTS[variant][blocks, threads](x, out, *args)
     return out
 
 
 def quantize_gpu(x, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK,
-                 variant: str = "pow2"):
-    """Quantize a float32 array with a quantize kernel (v2, :func:`quantize_v2_pow2`, by default); returns a
+                 variant: str = "four"):
+    """Quantize a float32 array with a quantize kernel (v3, :func:`quantize_v3_four`, by default); returns a
     float32 array of ``x``'s shape.
 
     Raises:

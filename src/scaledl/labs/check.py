@@ -62,6 +62,7 @@ class CheckResult:
     lines: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     printed: bool = False  # the report was already printed, so an exception need not repeat it
+    static: list[str] = field(default_factory=list)  # check_gemm(gpu=...): the kernel's static report, after a pass
 
     def __bool__(self) -> bool:
         return self.passed
@@ -357,9 +358,20 @@ def gemm_sizes(block: int) -> tuple[tuple[int, int, int], ...]:
     return (5, 3, 7), (2 * b + 3, 2 * b + 1, 3 * b + 1), (4 * b + 3, 3 * b + 1, 5 * b + 3)
 
 
-def check_gemm(yours, sizes=GEMM_SIZES, **kwargs) -> CheckResult:
-    """:func:`check_kernel` for ``yours(A, B, C)`` computing ``C = A @ B`` in float32."""
+def check_gemm(yours, sizes=GEMM_SIZES, *, gpu=None, **kwargs) -> CheckResult:
+    """:func:`check_kernel` for ``yours(A, B, C)`` computing ``C = A @ B`` in float32.
+
+    ``gpu``: a :class:`scaledl.labs.gpu_report.GpuShape` (the kernel built at the GPU's sizes, its threads per
+    block): once the check has passed and printed its verdict, it also prints that kernel's static report, what
+    it would do on an H100/H200 (registers, warps per SM, loads by width, bytes in flight, FFMA share), compiled
+    here without a GPU; one line instead where the tools are missing. It never changes the verdict.
+    """
     kwargs.setdefault("name", getattr(yours, "__name__", "gemm"))
-    return check_kernel(yours, gemm_spec, gemm_inputs, sizes,
-                        tolerance=lambda inputs, want: gemm_tolerance(*inputs), magnitude_bound=gemm_bound,
-                        **kwargs)
+    result = check_kernel(yours, gemm_spec, gemm_inputs, sizes,
+                          tolerance=lambda inputs, want: gemm_tolerance(*inputs), magnitude_bound=gemm_bound,
+                          **kwargs)
+    if gpu is not None and result.passed:
+        from scaledl.labs.gpu_report import print_static_report
+
+        result.static = print_static_report(gpu, kwargs.get("report", sys.stdout))
+    return result

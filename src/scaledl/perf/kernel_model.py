@@ -40,7 +40,7 @@ from scaledl.perf import hardware
 
 __all__ = ["KernelFacts", "Prediction", "predict", "Measured", "H200_MEASURED", "CALIBRATION", "PEAK_TFLOPS",
            "CUBLAS_TFLOPS", "LADDER_FACTS", "ladder_predictions", "gemm_facts", "format_predictions",
-           "MEMORY_LATENCY_CYCLES"]
+           "MEMORY_LATENCY_CYCLES", "nm_gemm_facts", "NM_DENSE_PER_FMA", "NM_H200_MEASURED_TFLOPS", "NM_H200_SOURCE"]
 
 DEVICE = hardware.get("H200 SXM")
 PEAK_TFLOPS = DEVICE.peak_TFLOPS("fp32")  # 67: NVIDIA H200 datasheet (2024), boost clock
@@ -209,6 +209,47 @@ def gemm_facts(report, variant: str, n: int = 4096) -> KernelFacts:
     return KernelFacts(report.name, report.warps_per_sm, -(-report.threads_per_block // 32), loop.ffma_share,
                        ffma, nbytes, report.in_flight.bytes, report.in_flight.over_inner_loop, barrier,
                        shared_traffic(variant, **tiling).bytes_per_flop, traffic.compulsory_bytes / traffic.flops)
+
+
+# A 2:4 kernel skips two of every four multiply-adds, so each one it does stands for two of the dense product's:
+# its fraction of the peak (predict) times this is its dense-equivalent rate, what scaledl bench reports.
+NM_DENSE_PER_FMA = 2
+# The 2:4 GEMM section of the same H200 run, at 4095 x 4095 x 4097 FP32: dense-equivalent rates (2 M N K FLOPs over
+# the time, as the bench counts them) in TFLOP/s. The dense twin, the book's tiled GEMM on the decompressed matrix,
+# was timed in the same process; chapter 12 holds nm_gemm_facts' predictions against these.
+NM_H200_MEASURED_TFLOPS = {"gemm_v2_tiled": 7.698, "nm_gemm_v2_tiled": 2.708, "nm_gemm_v1": 1.115}
+NM_H200_SOURCE = _RUN + "bench-new-sections.log (the nm section: 7,698, 2,708 and 1,115 GFLOP/s)"
+
+
+def nm_gemm_facts(report, variant: str, n: int = 4096) -> KernelFacts:
+    """KernelFacts of a 2:4 GEMM variant (:mod:`scaledl.kernels.nm_gemm`) at its GPU launch shape from its static
+    report, for an ``n^3`` product with A 2:4-compressed; :func:`predict` then gives the fraction of the peak that
+    the kernel's own multiply-adds reach (times :data:`NM_DENSE_PER_FMA`: its dense-equivalent rate).
+
+    A tile is one step of the tiled kernels (v2: one metadata word a row, 8 multiply-adds a thread; v3:
+    ``TILE_WORDS`` of them, 32), or one trip of v1's loop; its bytes are the global loads a thread issues per tile,
+    on average (:func:`scaledl.kernels.nm_traffic.nm_gemm_traffic`), rounded up to a whole byte.
+    """
+    from scaledl.kernels.nm_gemm import K_STEP, PER_WORD, TILE, TILE_WORDS
+    from scaledl.kernels.nm_traffic import WORD_BYTES, nm_gemm_traffic, nm_shared_traffic
+
+    loop = report.loop
+    kept = -(-n // 4) * 2
+    words = -(-n // K_STEP)
+    compulsory = (n * kept * 4 + n * words * WORD_BYTES + 2 * n * n * 4) / (2 * n * n * kept)
+    if variant == "naive":  # no tile: a trip of its k loop, whose loads are inside it
+        ffma, nbytes, barrier, shared = loop.ffma, sum(w // 8 * k for w, k in loop.ldg.items()), False, 0.0
+    else:
+        T = TILE["cuda"]
+        columns = K_STEP if variant == "tiled" else TILE_WORDS * K_STEP  # dense columns of A per tile
+        ffma = columns // 2
+        traffic = nm_gemm_traffic(n, n, n, variant, tile=T)
+        per_thread_tile = (-(-n // T)) ** 2 * (-(-n // columns)) * T * T
+        nbytes, barrier = -(-traffic.load_bytes // per_thread_tile), True
+        shared = nm_shared_traffic(variant, tile=T).bytes_per_flop
+    assert variant == "naive" or ffma == (PER_WORD if variant == "tiled" else TILE_WORDS * PER_WORD)
+    return KernelFacts(report.name, report.warps_per_sm, -(-report.threads_per_block // 32), loop.ffma_share, ffma,
+                       nbytes, report.in_flight.bytes, report.in_flight.over_inner_loop, barrier, shared, compulsory)
 
 
 def format_predictions(predictions) -> str:
