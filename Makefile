@@ -18,6 +18,8 @@ PORT   ?= 8888
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: help lab lab-config lab-authors lab-reset test test-fast test-compat test-unit test-notebooks check book doctor bench validate release clean-venv
+.PHONY: test-cluster
+.PHONY: test-scale
 
 help:
 	@echo "make lab            open JupyterLab on your copy of the book in workspace/ (prints the URL)"
@@ -26,6 +28,8 @@ help:
 	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
 	@echo "make test-fast      the inner loop: tests/unit and tests/sim only (no notebooks, grading or browser)"
 	@echo "make test-compat    the lowest supported dependencies, and Colab's GPU image (tests/compat/run.py)"
+	@echo "make test-cluster   MPI across an emulated cluster of network namespaces (root; part of make test)"
+	@echo "make test-scale     grading at class scale: Gradescope's setup.sh and run_autograder, 300 notebooks"
 	@echo "make test-unit      tests/ only (no notebooks)"
 	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
 	@echo "make book           the static book (Jupyter Book, offline) in _build/html"
@@ -130,6 +134,22 @@ test-fast: $(STAMP)
 	start=$$(date +%s); \
 	SCALEDL_BACKEND=simulator $(PY) -m pytest tests/unit tests/sim --durations=10 $(XDIST_ARGS); \
 	status=$$?; echo "make test-fast: wall time $$(( $$(date +%s) - start )) s"; exit $$status
+
+# MPI across hosts, on one machine: tests/cluster builds network namespaces joined by veth pairs and a bridge,
+# shapes the links with tc (tbf), and runs lab 05's ring, the book's all-reduces and lab 06's training across
+# them (about a minute). Needs root; skipped with the reason elsewhere. `make test` runs it too (tests/ holds it).
+test-cluster: $(STAMP)
+	SCALEDL_BACKEND=simulator $(PY) -m pytest tests/cluster -v --durations=10
+
+# Not part of `make test` (CI runs it after test-compat; about 10 minutes on two idle cores): the Gradescope
+# autograder as Gradescope runs it (setup.sh's virtual environment, then run_autograder on ordinary and hostile
+# submissions; tests/grading/test_gradescope_container.py) and a class of 300 notebooks of lab07 (the cheapest lab to
+# grade) graded with --jobs 2 (tests/grading/test_class_scale.py). Both skip unless SCALEDL_TEST_SCALE=1.
+test-scale: $(STAMP)
+	start=$$(date +%s); \
+	SCALEDL_TEST_SCALE=1 SCALEDL_BACKEND=simulator $(PY) -m pytest tests/grading/test_gradescope_container.py \
+		tests/grading/test_class_scale.py -v -s --durations=10; \
+	status=$$?; echo "make test-scale: wall time $$(( $$(date +%s) - start )) s (exit status $$status)"; exit $$status
 
 # Not part of `make test` (CI runs it after): two more virtual environments in .venv-compat, one with every
 # runtime dependency at its floor (compat/lowest.txt), one with the packages of a dated Colab GPU image

@@ -1,10 +1,11 @@
 """How long to wait for MPI ranks: one object shared by the labs' launcher (scaledl.comm.mpi.launch) and the
 grader's (scaledl.course.tasks.mpi_runner), which watch their ranks differently (a pipe, a log file) but stop
-them by the same two limits."""
+them by the same two limits; :func:`kill_tree` stops them."""
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -36,3 +37,38 @@ class Deadline:
 
     def describe(self, which: str) -> str:
         return f"{self.call_timeout_s:g} s of the ranks starting" if which == "call" else f"{self.timeout_s} s"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, ...), read from /proc; empty where there is none."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            stat = entry.read_text()
+        except OSError:  # gone since the listing
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the name in (...) may hold spaces
+        children.setdefault(ppid, []).append(int(entry.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` to ``pid``'s process group (a process started with ``start_new_session=True``) and to every
+    process below it. The group alone is not enough: Hydra's proxies and the ranks set up sessions of their own,
+    and an emulated cluster's ranks sit under ``ip netns exec``. The tree is listed before anything is killed,
+    while every rank still has its parent."""
+    below = descendants(pid)
+    for p in below:
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass

@@ -11,8 +11,11 @@
     scaledl book journey [--write] [NAME...]  each notebook's opening and "where next" cells, folded answers
     scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
     scaledl course grade DIR --lab L grade a folder of submitted lab notebooks (hidden tests, CSV, feedback)
+    scaledl course gradescope LAB   LAB-gradescope.zip: the lab's autograder for Gradescope (the same grader)
+    scaledl course export GRADES...  the labs' grades as a Canvas import and a roster CSV for other LMSs
     scaledl bench [...]             GPU only: check, then time every kernel against CuPy/cuBLAS baselines
     scaledl bench netsim [...]      CPU: ranks against seconds and memory for the network simulator
+    scaledl bench mpi --hosts H     MPI across hosts: fitted alpha/beta, each all-reduce against netsim and MPICH
     scaledl kernels report [--arch A] [--only NAME...]  registers, occupancy and inner loop of every kernel (no GPU)
     scaledl kernels report --recorded [...]  the same, as recorded in the package (no ptxas needed)
     scaledl validate [--out DIR]    doctor, tests/gpu, bench and the GPU notebooks in one report (any machine)
@@ -274,9 +277,26 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
     grade.add_argument("--seed", type=int, default=None, help="seed of the hidden tests' inputs (default: new "
                                                              "each run; recorded in batch.json)")
+    exp = csub.add_parser("export", help="the labs' grades (grader output folders) as a Canvas gradebook import "
+                                         "and a plain roster CSV; unmatched submissions are listed, never guessed")
+    exp.add_argument("results", nargs="+", help="grader output folders (grades-LAB/, one per lab)")
+    who = exp.add_mutually_exclusive_group(required=True)
+    who.add_argument("--canvas", help="Canvas's gradebook export (Grades > Export): the roster, and the format")
+    who.add_argument("--roster", help="a plain roster CSV: a student id column, a name, optionally email, sid")
+    exp.add_argument("--out", default="lms-export", help="output folder (default lms-export)")
+    exp.add_argument("--written-max", type=float, default=0.0, help="points of the written answers, added to "
+                                                                     "each lab's points possible (default 0)")
+    gs = csub.add_parser("gradescope", help="write LAB-gradescope.zip, the lab's autograder for Gradescope: "
+                                           "setup.sh, run_autograder, the book's wheel, the solutions (the "
+                                           "hidden tests); it grades as `course grade` does")
+    gs.add_argument("lab", help="the lab's id in book.toml, e.g. lab03")
+    gs.add_argument("--out", default=".", help="folder to write the zip in (default: here)")
+    gs.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook (default 300; keep "
+                                                                 "Gradescope's limit above it)")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
                                          "baseline measured in the same run; `bench netsim`: the network "
-                                         "simulator's ranks against seconds, on the CPU")
+                                         "simulator's ranks against seconds, on the CPU; `bench mpi`: "
+                                         "a network measured across hosts against the simulator")
     bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to scaledl.kernels.bench")
     kernels = sub.add_parser("kernels", help="what the compiler makes of the book's kernels, without a GPU")
     report = kernels.add_subparsers(dest="kernels_command", required=True).add_parser(
@@ -313,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
                 from scaledl.comm.netsim_bench import main as netsim_bench_main
 
                 return netsim_bench_main(args.bench_args[1:])
+            if args.bench_args[:1] == ["mpi"]:  # a network, measured across hosts: no device either
+                from scaledl.comm.cluster_bench import main as cluster_bench_main
+
+                return cluster_bench_main(args.bench_args[1:])
             from scaledl.kernels.bench import main as bench_main
 
             device.announce()

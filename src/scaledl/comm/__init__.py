@@ -10,6 +10,10 @@ that move real data, an event-driven network simulator on topologies, and the sa
 - :mod:`scaledl.comm.mpi`: the schedules over mpi4py ``Sendrecv``, ping-pong alpha and beta, ``launch``
   (mpiexec with a timeout); :mod:`scaledl.comm.mpi_bench`: ours against MPICH's ``MPI_Allreduce``
   (``python -m scaledl.comm.mpi_bench``). Both import mpi4py only when called.
+- :mod:`scaledl.comm.hosts`: where the ranks run (this machine, a host list or hostfile over ssh, Slurm);
+  :mod:`scaledl.comm.netns`: an emulated cluster of network namespaces with shaped links;
+  :mod:`scaledl.comm.cluster_bench`: ``scaledl bench mpi``, a network measured across hosts against the
+  simulator on the matching topology.
 - :mod:`scaledl.comm.dataparallel`: data-parallel SGD whose gradients a ring sums, as a reducer for
   :func:`scaledl.nn.train` and over MPI (``mpi_train``), bitwise the same.
 - :mod:`scaledl.comm.compression`: gradient compressors (top-k, DGC, 1-bit SGD, TernGrad, QSGD, stochastic

@@ -8,8 +8,11 @@ only inside the functions that need it: importing this module does not initialis
 - :func:`schedule_allreduce`: any schedule of :mod:`scaledl.comm.schedule` played with ``Sendrecv`` (one
   partner in the round) or ``Isend``/``Irecv`` (several), so the same algorithm runs on NumPy, on the
   simulator and over MPI.
-- :func:`pingpong` and :func:`fit_alpha_beta`: this machine's alpha and beta.
+- :func:`pingpong` and :func:`fit_alpha_beta`: this machine's alpha and beta (or a network's, between ranks
+  on two hosts).
 - :func:`time_allreduce`: ours against ``MPI_Allreduce``; :mod:`scaledl.comm.mpi_bench` prints the table.
+- :func:`launch`: ``mpiexec`` from Python with a time limit, on this machine or across hosts
+  (``hosts=``, :mod:`scaledl.comm.hosts`).
 
 MPICH picks its own all-reduce algorithm from a tuning table; ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM``
 (``recursive_doubling``, ``reduce_scatter_allgather``, ``ring``, ...) forces one, together with
@@ -34,8 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from scaledl._optional import install_command, message, require
-from scaledl._deadline import Deadline
-from scaledl.comm.schedule import build
+from scaledl._deadline import Deadline, kill_tree
+from scaledl.comm.hosts import explain_failure, resolve
+from scaledl.comm.schedule import build, hierarchical
 
 __all__ = ["ring_allreduce", "schedule_allreduce", "rank_plan", "pingpong", "fit_alpha_beta", "time_allreduce",
            "reduce_gamma", "mpiexec_path", "mpich_env", "launch", "MPICH_ALLREDUCE_ALGORITHMS"]
@@ -123,29 +127,37 @@ def schedule_allreduce(comm, x: np.ndarray, algorithm: str = "ring", *, plan=Non
     return out
 
 
-def pingpong(comm, sizes_B, *, repeats: int = 20) -> np.ndarray:
-    """One-way message time in seconds between ranks 0 and 1 for each size: half the median of ``repeats``
-    round trips after one warm-up (the median, because on a shared machine a few trips wait for a core).
-    Every rank returns the same array; ranks other than 0 and 1 wait at a barrier."""
+def pingpong(comm, sizes_B, *, repeats: int = 20, peer: int = 1, statistic: str = "median") -> np.ndarray:
+    """One-way message time in seconds between ranks 0 and ``peer`` for each size: half the median of
+    ``repeats`` round trips after one warm-up (the median, because on a shared machine a few trips wait for a
+    core; ``statistic="min"`` takes the fastest trip, like for like with :func:`time_allreduce`'s best of
+    repeats). Every rank returns the same array; the other ranks wait at a barrier. Across hosts, ``peer`` =
+    the first rank of the second host measures the network, ``peer`` = 1 with two ranks per host the host's
+    memory."""
     rank = comm.Get_rank()
+    if not 0 < int(peer) < max(comm.Get_size(), 2):
+        raise ValueError(f"peer must be a rank other than 0, in 1..{comm.Get_size() - 1}, got {peer!r}")
+    if statistic not in ("median", "min"):
+        raise ValueError(f"statistic must be 'median' or 'min', got {statistic!r}")
+    pick = np.median if statistic == "median" else np.min
     out = np.zeros(len(sizes_B))
     for i, nbytes in enumerate([1] * 3 + list(sizes_B)):  # three sizes of warm-up: connections, page faults
         i -= 3
         buf = np.zeros(int(nbytes), dtype=np.uint8)
         comm.Barrier()
-        if rank < 2 and comm.Get_size() > 1:
+        if rank in (0, peer) and comm.Get_size() > 1:
             trips = []
             for rep in range(repeats + 1):
                 t0 = time.perf_counter()
                 if rank == 0:
-                    comm.Send(buf, dest=1, tag=rep)
-                    comm.Recv(buf, source=1, tag=rep)
+                    comm.Send(buf, dest=peer, tag=rep)
+                    comm.Recv(buf, source=peer, tag=rep)
                 else:
                     comm.Recv(buf, source=0, tag=rep)
                     comm.Send(buf, dest=0, tag=rep)
                 trips.append(time.perf_counter() - t0)
             if i >= 0:
-                out[i] = float(np.median(trips[1:])) / 2
+                out[i] = float(pick(trips[1:])) / 2
         if i >= 0:
             comm.Bcast(out[i:i + 1], root=0)
     return out
@@ -189,9 +201,13 @@ def reduce_gamma(nbytes: int = 1 << 24, dtype=np.float32, repeats: int = 5) -> f
 
 
 def time_allreduce(comm, nbytes: int, algorithm: str = "ring", *, repeats: int = 5,
-                   dtype=np.float32) -> tuple[float, float]:
+                   dtype=np.float32, ranks_per_node: int | None = None) -> tuple[float, float]:
     """(ours_s, mpich_s): seconds per all-reduce of ``nbytes`` by the book's ``algorithm`` and by
-    ``MPI_Allreduce``, the slowest rank's time, best of ``repeats`` after a warm-up, checked equal."""
+    ``MPI_Allreduce``, the slowest rank's time, best of ``repeats`` after a warm-up, checked equal.
+
+    ``algorithm="hierarchical"`` is :func:`scaledl.comm.schedule.hierarchical` with ``ranks_per_node`` ranks
+    on each host (rank = node x ranks_per_node + local, as ``-hosts a:g,b:g`` places them) and a ring across.
+    """
     MPI = _mpi("time_allreduce")
 
     x = np.random.default_rng(comm.Get_rank()).integers(-8, 8, int(nbytes) // np.dtype(dtype).itemsize)
@@ -199,7 +215,15 @@ def time_allreduce(comm, nbytes: int, algorithm: str = "ring", *, repeats: int =
     if algorithm == "ring":
         ours = lambda: ring_allreduce(comm, x)  # noqa: E731
     else:
-        plan = rank_plan(build(algorithm, comm.Get_size(), x.size), comm.Get_rank())
+        if algorithm == "hierarchical":
+            g = int(ranks_per_node or 0)
+            if g < 1 or comm.Get_size() % g:
+                raise ValueError(f"ranks_per_node must divide the {comm.Get_size()} ranks for the hierarchical "
+                                 f"all-reduce, got {ranks_per_node!r}")
+            sched = hierarchical(comm.Get_size() // g, g, x.size)
+        else:
+            sched = build(algorithm, comm.Get_size(), x.size)
+        plan = rank_plan(sched, comm.Get_rank())
         ours = lambda: schedule_allreduce(comm, x, plan=plan)  # noqa: E731
     ref = np.empty_like(x)
     theirs = lambda: comm.Allreduce(x, ref, op=MPI.SUM)  # noqa: E731
@@ -239,7 +263,7 @@ def mpich_env(algorithm: str = "auto") -> dict[str, str]:
 
 
 def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float = 60.0,
-           ready_file: str | os.PathLike | None = None, call_timeout_s: float | None = None) -> str:
+           ready_file: str | os.PathLike | None = None, call_timeout_s: float | None = None, hosts=None) -> str:
     """Run ``mpiexec -n p python ARGS`` and return its standard output.
 
     The package's own directory is put on PYTHONPATH so the ranks import this scaledl. With ``ready_file``
@@ -247,12 +271,21 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
     once every rank has started, after a barrier): start-up on a loaded machine gets ``timeout_s``, the work
     ``call_timeout_s``. Deadlocked MPICH ranks poll rather than sleep, a core each, so it pays to stop them early.
 
+    ``hosts`` says where the ranks run (:func:`scaledl.comm.hosts.resolve`): this machine when None and
+    ``SCALEDL_MPI_HOSTS`` is unset, else a host list, a hostfile, ``"slurm"`` or ``"srun"``, or an emulated
+    cluster's :class:`~scaledl.comm.hosts.Hosts`. Across hosts the same Python and this package must be at the
+    same path on every node (a shared home directory, or the same image), and the ready file on a folder
+    they share. A host that does not resolve fails before anything starts; a node that does not answer, a
+    rank that dies or a network that stops moving fails within the limits, with hints from what mpiexec said.
+
     Raises:
         ModuleNotFoundError: no mpi4py, which the ranks import (the package's [mpi] extra).
         FileNotFoundError: no mpiexec (the ``mpich`` wheel, in the [mpi] extra too).
+        ValueError: a malformed host list, or a host name that does not resolve.
         TimeoutError: the ranks did not finish within ``timeout_s``, or ``call_timeout_s`` after the ready
-            file appeared (a deadlock, or an oversubscribed machine); they are killed first.
-        RuntimeError: a rank failed; the message carries its output.
+            file appeared (a deadlock, an oversubscribed machine, a node that stopped answering); they are
+            killed first.
+        RuntimeError: a rank failed (or a node could not be reached); the message carries its output.
     """
     import importlib.util
 
@@ -262,12 +295,15 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
     if exe is None:
         raise FileNotFoundError("mpiexec not found next to this Python or on PATH; install MPICH with: "
                                 + install_command("mpi"))
+    where = resolve(hosts)
+    where.check()
     src = str(Path(__file__).resolve().parents[2])
-    full_env = dict(os.environ, **(env or {}))
+    full_env = {**os.environ, **where.env(), **(env or {})}  # the caller's env wins over the transport's
     full_env["PYTHONPATH"] = os.pathsep.join(x for x in (src, full_env.get("PYTHONPATH")) if x)
-    cmd = [exe, "-n", str(int(p)), sys.executable, *args]
+    cmd = where.command(exe, p, [sys.executable, *args])
+    what = f"mpiexec -n {p}" + ("" if where.local else f" on {where.describe()}")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env,
-                            start_new_session=True)
+                            start_new_session=True, stdin=subprocess.DEVNULL)
     deadline = Deadline(timeout_s, ready_file, call_timeout_s)
     while True:
         try:  # communicate() may be called again after a timeout without losing output
@@ -276,11 +312,34 @@ def launch(p: int, args: list[str], *, env: dict | None = None, timeout_s: float
         except subprocess.TimeoutExpired:
             which = deadline.passed()
             if which is not None:
-                os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and the ranks it started: the group we created
+                _stop(proc, where)
                 out, _ = proc.communicate()
-                raise TimeoutError(f"mpiexec -n {p} did not finish within {deadline.describe(which)} (deadlock?); "
-                                   f"output:\n{out[-2000:]}") from None
+                why = "deadlock?" if where.local else "deadlock, or a node that stopped answering?"
+                raise TimeoutError(f"{what} did not finish within {deadline.describe(which)} ({why}); "
+                                   f"output:\n{out[-2000:]}" + _hints(out, where)) from None
+        except BaseException:  # KeyboardInterrupt in a notebook: leave no rank behind
+            _stop(proc, where)
+            raise
     if proc.returncode != 0:
-        raise RuntimeError(f"mpiexec -n {p} {' '.join(args)} failed with exit code {proc.returncode}:\n"
-                           f"{out[-4000:]}")
+        raise RuntimeError(f"{what} {' '.join(args)} failed with exit code {proc.returncode}:\n"
+                           f"{out[-4000:]}" + _hints(out, where))
     return out
+
+
+def _stop(proc: subprocess.Popen, where) -> None:
+    """Kill mpiexec (or srun) and every rank below it. srun gets SIGTERM first: it cancels its job step on
+    the nodes only when it lives to do so."""
+    if where.kind == "srun" and proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    kill_tree(proc.pid)
+
+
+def _hints(out: str, where) -> str:
+    if where.local:
+        return ""
+    hints = explain_failure(out)
+    return "".join(f"\nHint: {h}" for h in hints)

@@ -58,13 +58,15 @@ def format_table(rows) -> str:
 
 
 def run(ranks=(2, 4), sizes_B=DEFAULT_SIZES_B, algorithms=("ring",), mpich: str = "auto", repeats: int = 5,
-        timeout_s: float = 300.0) -> list[tuple]:
-    """Launch ``mpiexec -n p python -m scaledl.comm.mpi_bench`` for each p and return the parsed rows."""
+        timeout_s: float = 300.0, hosts=None) -> list[tuple]:
+    """Launch ``mpiexec -n p python -m scaledl.comm.mpi_bench`` for each p and return the parsed rows
+    (``hosts``: where, as :func:`scaledl.comm.mpi.launch` takes it; ``scaledl bench mpi`` is the across-hosts
+    benchmark with the simulator beside it)."""
     rows = []
     for p in ranks:
         out = launch(p, ["-m", "scaledl.comm.mpi_bench", "--sizes", ",".join(str(s) for s in sizes_B),
                          "--algorithms", ",".join(algorithms), "--repeats", str(repeats), "--mpich", mpich],
-                     env=mpich_env(mpich), timeout_s=timeout_s)
+                     env=mpich_env(mpich), timeout_s=timeout_s, hosts=hosts)
         for line in out.splitlines():
             if line.startswith("ROW\t"):
                 _, n, pp, alg, mp, ours, theirs = line.split("\t")
@@ -72,10 +74,10 @@ def run(ranks=(2, 4), sizes_B=DEFAULT_SIZES_B, algorithms=("ring",), mpich: str 
     return rows
 
 
-def fit(p: int = 2, timeout_s: float = 120.0) -> dict:
+def fit(p: int = 2, timeout_s: float = 120.0, hosts=None) -> dict:
     """This machine's alpha_s and beta_s_per_B by ping-pong between two ranks, and gamma_s_per_B of a float32
     add on one core."""
-    out = launch(p, ["-m", "scaledl.comm.mpi_bench", "--pingpong"], timeout_s=timeout_s)
+    out = launch(p, ["-m", "scaledl.comm.mpi_bench", "--pingpong"], timeout_s=timeout_s, hosts=hosts)
     values = dict(line.split("\t")[1:] for line in out.splitlines() if line.startswith("FIT\t"))
     return {k: float(v) for k, v in values.items()}
 

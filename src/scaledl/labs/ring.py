@@ -5,8 +5,9 @@
   including lengths shorter than p, compared with the exact sum (Yours beside Spec), then simulated on a
   uniform switch and compared with 2 (p-1) alpha + 2 (p-1)/p n beta. It recognises an off-by-one chunk index,
   a missing reduction step (a reduce-scatter of fewer than p - 1 steps) and copies where reductions belong.
-- :func:`check_mpi_allreduce`: a student's ``f(comm, x)`` run under ``mpiexec`` at 2 and 3 ranks, against
-  ``MPI.Allreduce``, with blocks large enough that MPICH cannot buffer them (its eager limit is a few KiB to
+- :func:`check_mpi_allreduce`: a student's ``f(comm, x)`` run under ``mpiexec`` at 2 and 3 ranks (on this
+  machine, or across hosts: ``hosts=`` or ``SCALEDL_MPI_HOSTS``), against ``MPI.Allreduce``, with blocks
+  large enough that MPICH cannot buffer them (its eager limit is a few KiB to
   64 KiB), and a timeout: a send order that deadlocks (every rank in ``Send``, nobody in ``Recv``) is
   reported as a deadlock with the fix, instead of hanging the notebook.
 - :func:`check_ring_order`: a student's ring cost and ring-order search against
@@ -199,17 +200,23 @@ if rank == 0:
 
 def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time_bytes: int = 1 << 20,
                         repeats: int = 3, timeout_s: float = 30.0, call_timeout_s: float | None = None,
-                        report=sys.stdout) -> CheckResult:
+                        hosts=None, report=sys.stdout) -> CheckResult:
     """Run ``function(comm, x)`` (the student's all-reduce, defined in the notebook) under ``mpiexec`` at each
     rank count, compare it with ``MPI.Allreduce`` on float32 vectors of small integers (exact in any order) at
     ``lengths``, and time both at ``time_bytes``. A rank count that does not finish within ``timeout_s`` is
     reported as a deadlock.
 
+    ``hosts`` runs the ranks across machines (:func:`scaledl.comm.hosts.resolve`; by default
+    ``SCALEDL_MPI_HOSTS``, else this machine): the check's files then go to a folder every node sees
+    (:func:`scaledl.comm.hosts.scratch_dir`).
+
     The function's source is written to a temporary module with ``import numpy as np`` and ``from mpi4py
     import MPI`` above it, so it must not use other names from the notebook.
     """
+    from scaledl.comm.hosts import resolve, scratch_dir
     from scaledl.comm.mpi import launch
 
+    where = resolve(hosts)
     name = getattr(function, "__name__", "your all-reduce")
     result, hints = CheckResult(name), []
     body = textwrap.dedent(inspect.getsource(function))
@@ -217,7 +224,7 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
         stub = re.search(r"raise NotImplementedError\((.*?)\)", body)
         raise NotImplementedError(f"{name} is not written yet (it still raises NotImplementedError({stub.group(1)}))")
     src = "import numpy as np\nfrom mpi4py import MPI\n\n\n" + body
-    with tempfile.TemporaryDirectory(prefix="lab05_") as folder:
+    with tempfile.TemporaryDirectory(prefix="lab05_", dir=scratch_dir(where)) as folder:
         (Path(folder) / "student_allreduce.py").write_text(src)
         driver = Path(folder) / "driver.py"
         driver.write_text(_DRIVER.format(folder=folder, module="student_allreduce", function=function.__name__,
@@ -229,7 +236,7 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
             (Path(folder) / "ranks.ready").unlink(missing_ok=True)
             try:
                 out = launch(p, [str(driver)], timeout_s=timeout_s, ready_file=Path(folder) / "ranks.ready",
-                             call_timeout_s=call_timeout_s)
+                             call_timeout_s=call_timeout_s, hosts=where)
             except TimeoutError:
                 result.passed = False
                 result.lines.append(f"FAIL p = {p}: no result within {limit}: the ranks deadlocked")
@@ -265,7 +272,7 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
         hints.append(_text("lab05", "mpi_values"))
     result.hints = hints
     result.lines.append(f"{'PASSED' if result.passed else 'FAILED'}: {name} at p = {list(ranks)}, lengths "
-                        f"{list(lengths)}")
+                        f"{list(lengths)}" + ("" if where.local else f", across {where.describe()}"))
     return result.finish(report=report)
 
 

@@ -90,14 +90,15 @@ def _land(comm):
 
 
 def run(ranks: int, name: str = "dgc", *, epochs: int = 10, batch_size: int = 64, seed: int = 0,
-        sizes=(64, 128, 10), timeout_s: float = 120.0, **options) -> dict:
+        sizes=(64, 128, 10), timeout_s: float = 120.0, hosts=None, **options) -> dict:
     """Launch ``mpiexec -n ranks`` on the digits MLP; returns rank 0's result: ``accuracy`` (the final test
     accuracy), ``ratio`` (dense bytes / bytes sent by all ranks), ``exchanges``, ``wall_s`` and ``comm_s``
-    (seconds, which vary)."""
+    (seconds, which vary). ``hosts`` spreads the ranks over machines (:func:`scaledl.comm.mpi.launch`)."""
     from scaledl.comm.mpi import launch
 
     spec = dict(name=name, epochs=epochs, batch_size=batch_size, seed=seed, sizes=list(sizes), options=options)
-    out = launch(int(ranks), ["-m", "scaledl.comm.compression.mpi_train", json.dumps(spec)], timeout_s=timeout_s)
+    out = launch(int(ranks), ["-m", "scaledl.comm.compression.mpi_train", json.dumps(spec)], timeout_s=timeout_s,
+                 hosts=hosts)
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if not lines:
         raise RuntimeError(f"mpi_train printed no result; output:\n{out[-2000:]}")
