@@ -213,6 +213,17 @@ def _course_command(args) -> int:
 
     from scaledl.book import load
 
+    if args.course_command == "release" and args.nbgrader:
+        from scaledl.course.nbgrader_exchange import release_labs
+
+        if args.zip:
+            raise ValueError("--zip: not with --nbgrader (nbgrader's release_assignment hands the labs out)")
+        written = release_labs(load(), Path(args.out), labs=args.lab, force=args.force)
+        print(f"wrote {len(written)} notebooks to the nbgrader course {args.out} (source/ and release/, one "
+              "assignment per lab); next: `nbgrader release_assignment LAB` there")
+        return 0
+    if args.course_command == "release" and args.lab:
+        raise ValueError(f"--lab {args.lab[0]}: only with --nbgrader (the student bundle holds every lab)")
     if args.course_command == "release":
         from scaledl.course.release import release
 
@@ -225,6 +236,21 @@ def _course_command(args) -> int:
 
         grade_lab(args.lab, args.submissions, out=args.out, timeout_s=args.timeout, sandbox=args.sandbox,
                   jobs=args.jobs, seed=args.seed)
+        return 0
+    if args.course_command == "export":
+        from scaledl.course.lms_export import export
+
+        done = export(args.results, out=args.out, canvas=args.canvas, roster=args.roster,
+                      written_max=args.written_max)
+        left = sum(not p[3].startswith("no score for") for p in done.problems)
+        print(f"wrote {', '.join(str(f) for f in done.files)}: {done.scores} score(s)"
+              + (f"; {left} submission(s) left blank, listed above and in {done.files[-1]}" if left else ""))
+        return 0
+    if args.course_command == "gradescope":
+        from scaledl.course.gradescope_zip import build
+
+        path = build(args.lab, Path(args.out), book=load(), timeout_s=args.timeout)
+        print(f"wrote {path}: upload it as the assignment's autograder (the instructor guide's Gradescope section)")
         return 0
     raise AssertionError(args.course_command)
 
@@ -264,10 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument("out", help="folder to write (outside the repository); `git init` it or use --zip")
     rel.add_argument("--force", action="store_true", help="replace a non-empty OUT's contents (keeps its .git)")
     rel.add_argument("--zip", action="store_true", help="also write OUT.zip, for an LMS")
+    rel.add_argument("--nbgrader", action="store_true", help="OUT is an nbgrader course: write each lab's "
+                                                             "source/LAB/ and release/LAB/ there, nothing else")
+    rel.add_argument("--lab", action="append", help="with --nbgrader: only this lab (repeat for more; default all)")
     grade = csub.add_parser("grade", help="grade a folder of submitted lab notebooks with the hidden tests; "
                                           "writes grades.csv and one feedback HTML per student")
     grade.add_argument("submissions", help="folder of .ipynb files: any names, a folder per student, or "
-                                           "nbgrader's submitted/STUDENT/ASSIGNMENT/ layout")
+                                           "nbgrader's submitted/STUDENT/ASSIGNMENT/ layout (an nbgrader "
+                                           "course's submitted/: its gradebook and feedback/ get the results)")
     grade.add_argument("--lab", required=True, help="the lab's id in book.toml, e.g. lab03")
     grade.add_argument("--out", default=None, help="output folder (default grades-LAB)")
     grade.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook (default 300)")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import csv
+import io
+import time
 from pathlib import Path
 
 import nbformat
@@ -85,3 +87,33 @@ def test_grades_csv_and_feedback_of_a_batch(tmp_path, lab03, monkeypatch):
     assert body["empty"][G.WRITTEN_COLUMN] == "" == body["half"][G.WRITTEN_COLUMN]  # the instructor fills it in
     page = (tmp_path / "out" / "feedback" / "empty.html").read_text()
     assert "run: OK: no task answered" in page and "graded by hand" in page
+
+
+def test_cells_a_spreadsheet_would_run_as_formulas_are_escaped(tmp_path, lab03, monkeypatch):
+    """A student's file name reaches grades.csv (the student and file columns): one that starts a formula
+    (CSV injection: ``=``, ``+``, ``-``, ``@``) is written as text, with a leading apostrophe."""
+    partial = tmp_path / "out" / "grades.partial.csv"
+    seen = []
+
+    def grade_one(sub, lab, sandbox, **kw):  # the last student ("ada") waits for the others' partial rows
+        deadline = time.monotonic() + 10
+        while sub.student == "ada" and partial.read_text().count("\n") < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if sub.student == "ada":
+            seen.append(partial.read_text())
+        return _fake_grade_one(sub, lab, sandbox, **kw)
+
+    monkeypatch.setattr(G, "grade_one", grade_one)
+    monkeypatch.setattr(G, "numba_cache_seed", lambda lab, folder: None)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    given = nbformat.read(BOOK.path(BOOK.resolve("lab03").file), as_version=4)
+    for name in ("@SUM(1+1)", "-2+3", "+cmd", "ada"):
+        nbformat.write(given, subs / f"{name}.ipynb")
+    G.grade_folder(subs, lab03, out=tmp_path / "out", sandbox="none", seed=1, jobs=1)
+    for text in (seen[0], (tmp_path / "out" / "grades.csv").read_text()):  # grades.partial.csv, then grades.csv
+        rows = {r[1]: r for r in list(csv.reader(io.StringIO(text)))[1:]}
+        assert sorted(rows)[:3] == ["'+cmd.ipynb", "'-2+3.ipynb", "'@SUM(1+1).ipynb"]
+        assert [rows[k][0] for k in sorted(rows)][:3] == ["'+cmd", "'-2+3", "'@SUM_1+1_"]
+        assert all(r[3] == "0" for r in rows.values())  # numbers stay numbers
+    assert "ada.ipynb" in rows and rows["ada.ipynb"][0] == "ada"

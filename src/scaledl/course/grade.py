@@ -15,14 +15,15 @@ done here):
 7. **report**: a row per student in ``grades.csv`` (status OK, TIMEOUT, CRASHED, REJECTED or REVIEW; each
    task's column named with its maximum, "Task 1.1 (max 3)"; an empty column for the written answers, which an
    instructor grades by hand), a feedback page (:mod:`~scaledl.course.feedback`), ``grades.partial.csv`` as
-   the batch goes.
+   the batch goes; cells that would start a spreadsheet formula are escaped (:mod:`~scaledl.course.safe_csv`);
+8. **record**, when the folder graded is an nbgrader course's ``submitted/``: the points into its gradebook and
+   the feedback pages into its ``feedback/`` (:mod:`~scaledl.course.nbgrader_exchange`).
 
 Nothing a submission does can stop the batch: every step's failure becomes that student's status.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from scaledl.course import exchange, integrity, produce, submissions
+from scaledl.course import exchange, integrity, nbgrader_exchange, produce, safe_csv, submissions
 from scaledl.course.integrity import meta, test_cells  # noqa: F401  (test_cells: the public name it had here)
 
 STATUSES = ("OK", "REVIEW", "TIMEOUT", "CRASHED", "REJECTED")
@@ -371,7 +372,8 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
                          f"files and environment. {S.INSTALL_HINT} (Linux), or ask for sandbox 'none' "
                          "(--sandbox none) to grade without that protection; see the instructor guide")
     folder, out = Path(folder).resolve(), Path(out).resolve()
-    subs = submissions.find(folder)
+    course = nbgrader_exchange.course_of(folder, lab.id)  # an nbgrader course's submitted/: its gradebook too
+    subs = submissions.find(folder, assignment=lab.id if course else None)
     if out == folder or folder in out.parents:
         raise ValueError(f"out={str(out)!r}: is inside the submissions folder; expected a folder outside it")
     batch_seed = int.from_bytes(os.urandom(8), "little") if seed is None else int(seed)
@@ -379,7 +381,7 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
     head = csv_head(lab)
     hidden_sources = [c.source for c in lab.solution.cells if integrity.is_test(c)]
     partial = open(out / "grades.partial.csv", "w", newline="", encoding="utf-8")
-    writer = csv.writer(partial)
+    writer = safe_csv.writer(partial)  # no cell a spreadsheet would run as a formula (a student's file name)
     writer.writerow(head)
     if progress:
         progress(f"grading {len(subs)} notebook(s) of {lab.id}; sandbox: {box.describe()}")
@@ -423,14 +425,17 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
         progress(f"killed {len(left)} process(es) left by graded notebooks: {left[:10]}")
     tmp = out / "grades.csv.tmp"
     with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = safe_csv.writer(f)
         w.writerow(head)
         for g in grades:
             w.writerow(_row(g, lab, folder))
     os.replace(tmp, out / "grades.csv")  # a reader sees the old file or the whole new one, never half
     (out / "grades.partial.csv").unlink()
     (out / "batch.json").write_text(json.dumps({"lab": lab.id, "seed": batch_seed, "sandbox": box.describe(),
-                                                "timeout_s": timeout_s, "students": len(grades)}, indent=1))
+                                                "timeout_s": timeout_s, "students": len(grades),
+                                                "submissions": str(folder)}, indent=1))
+    if course is not None:
+        nbgrader_exchange.record(course, lab, grades, out, progress)
     return grades
 
 

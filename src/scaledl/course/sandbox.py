@@ -34,6 +34,10 @@ from pathlib import Path
 from scaledl.course.processes import Cgroup, kill, processes
 
 LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
+# By name only: the grading account without namespaces, for a container that runs one submission and cannot
+# make namespaces (Gradescope's; scaledl.course.gradescope). Runs at once could reach each other's workdirs
+# (one uid, one /tmp), so detect("auto") never picks it for a batch.
+ACCOUNT = "account"
 GRADING_ACCOUNT = "scaledl-grader"
 INSIDE = Path("/sandbox")  # where bwrap shows the workdir
 OUTPUT_TAIL_BYTES = 64 << 10  # the last lines are what explains a crash; a runaway print loop is not kept
@@ -135,8 +139,8 @@ class Sandbox:
     _count: itertools.count = field(init=False, default_factory=lambda: itertools.count(1), repr=False)
 
     def __post_init__(self):
-        if self.level not in LEVELS:
-            raise ValueError(f"level={self.level!r}: expected one of {', '.join(LEVELS)}")
+        if self.level not in (*LEVELS, ACCOUNT):
+            raise ValueError(f"level={self.level!r}: expected one of {', '.join((*LEVELS, ACCOUNT))}")
         self.readonly = tuple(Path(p) for p in self.readonly)
         for p in self.readonly:
             if not p.is_absolute() or p == Path("/"):
@@ -164,6 +168,10 @@ class Sandbox:
                     f"only read-only system, Python, venv and package dirs, writes only its workdir, /tmp and "
                     f"/dev/shm; no network; {limits}; a namespace escape would act as the instructor (run as "
                     f"root to use {GRADING_ACCOUNT})")
+        if self.level == ACCOUNT:
+            return (f"account: runs as {self.user} (uid {self._uid}) with no namespace: files are protected only by "
+                    f"their permissions, processes are found by uid and killed; network is NOT isolated; {limits}; "
+                    f"for a container that grades one submission")
         if self.level == "user":
             return (f"user: runs as {self.user} (uid {self._uid}) in a new pid namespace; the instructor's files "
                     f"are protected only by their permissions (world-readable ones are readable); network is "
@@ -234,6 +242,8 @@ class Sandbox:
         env = {**env, MARK_VAR: run_id}  # lets sweep() spare other sandboxes' live runs
         if self.level == "none":
             return argv, env
+        if self.level == ACCOUNT:
+            return [*drop, *argv], env
         if self.level == "user":
             return [_which("unshare"), "--pid", "--fork", "--kill-child", "--mount-proc", *drop, *argv], env
         cmd = [_which("bwrap"), *self._mounts(workdir)]
@@ -357,13 +367,16 @@ def detect(mode: str = "auto", *, readonly: tuple[Path, ...] = ()) -> Sandbox:
                 return detect(level, readonly=readonly)
             except ValueError:
                 continue
-    if mode not in LEVELS:
-        raise ValueError(f"mode={mode!r}: expected 'auto', 'bwrap', 'user' or 'none'")
+    if mode not in (*LEVELS, ACCOUNT):
+        raise ValueError(f"mode={mode!r}: expected 'auto', 'bwrap', 'user' or 'none' (or 'account', by name)")
     root = os.geteuid() == 0
     if mode == "bwrap" and shutil.which("bwrap") is None:
         raise ValueError(f"sandbox mode 'bwrap' is unavailable: bwrap is not on PATH; {INSTALL_HINT}")
     if mode != "none" and root and shutil.which("setpriv") is None:
         raise ValueError(f"sandbox mode {mode!r} is unavailable: setpriv is not on PATH (apt-get install util-linux)")
+    if mode == ACCOUNT and not root:
+        raise ValueError(f"sandbox mode {ACCOUNT!r} is unavailable: it needs root to switch to {GRADING_ACCOUNT} "
+                         f"(running as uid {os.geteuid()})")
     if mode == "user":
         if not root:
             raise ValueError(f"sandbox mode 'user' is unavailable: it needs root to switch to {GRADING_ACCOUNT} "

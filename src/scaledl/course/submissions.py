@@ -8,6 +8,10 @@ with an LMS's copy suffix removed: ``ada (1).ipynb`` and ``ada (2).ipynb`` are t
 same modification time, the one with the highest copy number (``(2)`` after ``(1)`` after none); then the
 last in path order. The others are named in the student's row (``also handed in``) so an instructor can
 look at them. Hidden files and folders (``.ipynb_checkpoints``) are not submissions.
+
+Graded over an nbgrader course's ``submitted/`` folder itself (``assignment`` given), only the notebooks in
+``STUDENT/ASSIGNMENT/`` count, and STUDENT is nbgrader's student id as it is: the course's other assignments
+are not this lab's submissions.
 """
 
 from __future__ import annotations
@@ -43,11 +47,12 @@ def _safe(name: str) -> str:
     return name or "unnamed"
 
 
-def find(folder) -> list[Submission]:
-    """One :class:`Submission` per student under ``folder``, sorted by student name.
+def find(folder, assignment: str | None = None) -> list[Submission]:
+    """One :class:`Submission` per student under ``folder``, sorted by student name. ``assignment``: ``folder``
+    is nbgrader's ``submitted/``; only ``STUDENT/ASSIGNMENT/*.ipynb`` are taken.
 
     Raises:
-        ValueError: ``folder`` is not a folder, or holds no notebook.
+        ValueError: ``folder`` is not a folder, or holds no notebook (of ``assignment``).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -57,10 +62,16 @@ def find(folder) -> list[Submission]:
         rel = path.relative_to(folder)
         if any(p.startswith(".") for p in rel.parts) or not path.is_file():
             continue
-        student, copy_n = _name_and_copy(folder, path)
+        if assignment is None:
+            student, copy_n = _name_and_copy(folder, path)
+        elif len(rel.parts) >= 3 and rel.parts[1] == assignment:
+            student, copy_n = rel.parts[0], 0
+        else:
+            continue
         by_student.setdefault(_safe(student), []).append((path.stat().st_mtime, copy_n, path))
     if not by_student:
-        raise ValueError(f"submissions={str(folder)!r}: holds no .ipynb notebook")
+        of = f" of assignment {assignment!r} (nbgrader's STUDENT/{assignment}/*.ipynb)" if assignment else ""
+        raise ValueError(f"submissions={str(folder)!r}: holds no .ipynb notebook{of}")
     found = []
     for student in sorted(by_student):
         ranked = sorted(by_student[student], key=lambda t: (t[0], t[1], str(t[2])))
