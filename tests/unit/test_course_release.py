@@ -19,7 +19,8 @@ import pytest
 from scaledl.book import load
 from scaledl.course.bundle import SECRET_MARKERS, is_student_bundle, mark_book_toml
 from scaledl.course.leaks import scan, secret_lines
-from scaledl.course.release import release, strip_hidden, student_lab
+from scaledl.book.site import colab_url
+from scaledl.course.release import release, strip_hidden, student_lab, with_colab_badge
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))  # the shared tracked module
@@ -78,7 +79,8 @@ def test_no_line_of_a_solution_block_or_answer_key_reaches_the_bundle(bundle):
 def test_chapters_keep_their_outputs_and_lose_only_answers(bundle):
     e = next(e for e in BOOK.entries if e.kind == "chapter" and e.validated and
              any("answer-key" in c.metadata.get("tags", []) for c in nbformat.read(BOOK.path(e.file), 4).cells))
-    source, released = nbformat.read(BOOK.path(e.file), 4), nbformat.read(bundle / e.file, 4)
+    source = with_colab_badge(nbformat.read(BOOK.path(e.file), 4), colab_url(BOOK.repository, e.file))
+    released = nbformat.read(bundle / e.file, 4)
     answers = {"answer-key", "answer-code"}  # worked answers, and the code cells that only compute them
     kept = [c for c in source.cells if not answers.intersection(c.metadata.get("tags", []))]
     assert len(kept) < len(source.cells)
@@ -90,10 +92,30 @@ def test_chapters_keep_their_outputs_and_lose_only_answers(bundle):
 def test_labs_are_fresh_student_versions(bundle):
     for e in BOOK.entries:
         if e.kind == "lab" and e.validated:
-            fresh = student_lab(nbformat.read(BOOK.path(e.solution), 4))
+            fresh = student_lab(with_colab_badge(nbformat.read(BOOK.path(e.solution), 4),
+                                                 colab_url(BOOK.repository, e.file)))
             released = nbformat.read(bundle / e.file, 4)
             assert released == fresh
             assert any("raise NotImplementedError" in c.source for c in released.cells), e.file
+
+
+def test_every_released_notebook_opens_in_colab_from_its_title(bundle):
+    """The badge under each title links to that very file in book.toml's repository (the students' one), and
+    the title's first line, the cells and their ids are the repository's (the grader still knows the lab)."""
+    from scaledl.labs.release import untouched
+
+    for e in BOOK.entries:
+        if not e.validated:
+            continue
+        released = nbformat.read(bundle / e.file, 4)
+        url = colab_url(BOOK.repository, e.file)
+        assert url and url.endswith("/" + e.file)
+        assert released.cells[0].source.rstrip().endswith(f"]({url})"), e.file
+        assert "colab-badge.svg" in released.cells[0].source
+        source = nbformat.read(BOOK.path(e.executed_file), 4)
+        assert released.cells[0].source.splitlines()[0] == source.cells[0].source.splitlines()[0]
+        if e.kind == "lab":
+            assert untouched(released), f"{e.file}: the badge broke the student copy's stamp"
 
 
 def test_bundle_passes_its_own_book_check_and_a_chapter_imports(bundle):

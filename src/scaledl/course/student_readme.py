@@ -43,8 +43,9 @@ Every notebook runs without one.
 
 ## Opening a notebook
 
-- **Colab.** *File > Open notebook*, then *GitHub* with this repository's address ({repository}) if your
-  course published it there, or *Upload* with the `.ipynb` file. For a notebook marked *recommended* above,
+- **Colab.** The *Open in Colab* badge under each notebook's title opens it there. Otherwise *File > Open
+  notebook*, then *GitHub* with this repository's address ({repository}) if your course published it there, or
+  *Upload* with the `.ipynb` file. For a notebook marked *recommended* above,
   choose a GPU runtime (*Runtime > Change runtime type*) before running it.
 - **Kaggle.** *Create > New notebook*, then *File > Import notebook*. In the notebook's settings switch
   *Internet* on (the first code cell installs the book's package) and pick a GPU accelerator where one is
@@ -81,7 +82,10 @@ the `scaledl` package where it is missing (Colab, Kaggle) and does nothing where
 
 ## Handing in a lab
 
-1. Save the notebook (Ctrl-S, or *File > Save*).
+1. Save the notebook (Ctrl-S, or *File > Save*), then run its last working cell, *Check before you hand in*:
+   it runs your task cells again and says whether the file will be graded as this lab, which tasks are still
+   unanswered and whether each visible check passes. A downloaded file can be checked the same way:
+   `python -m scaledl.labs.handin lab02_tiled_gemm.ipynb`.
 2. Hand in that one `.ipynb` file, the way your course asks: upload it to the course's site (on Colab,
    *File > Download > Download .ipynb*; on Kaggle, *File > Download notebook*), or, on a JupyterHub with an
    *Assignment List*, *Submit* it there.

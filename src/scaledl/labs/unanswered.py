@@ -39,11 +39,56 @@ from __future__ import annotations
 import re
 import sys
 
-__all__ = ["task", "uses", "stopped", "NOT_ANSWERED"]
+__all__ = ["task", "uses", "stopped", "NOT_ANSWERED", "task_cells", "outcomes"]
 
 NOT_ANSWERED = "not answered yet"  # the words every report carries
 _TASK = re.compile(r"\bTask \d+\.\d+[a-z]?\b")
 _stopped: dict[str, str] = {}  # task -> the stub that stopped its cells last time they ran, in this kernel
+# For the lab's "Check before you hand in" cell (scaledl.labs.handin), which runs these cells again:
+_cells: dict[str, tuple[str, tuple[str, ...]]] = {}  # each cell that ran a task block: key -> (its source, tasks)
+_outcome: dict[str, str] = {}  # task -> "passed", "not answered" or "failed: ..." when its cells last ran
+_rerun = [False]  # True while handin runs the cells again: they are not recorded twice
+
+
+def task_cells() -> list[tuple[str, tuple[str, ...]]]:
+    """``(source, tasks)`` of every cell that ran a :func:`task` block in this IPython kernel, in the order they
+    first ran (empty outside IPython)."""
+    return list(_cells.values())
+
+
+def outcomes() -> dict[str, str]:
+    """Each task's outcome when its cells last ran: ``"passed"``, ``"not answered"`` or ``"failed: ..."``."""
+    return dict(_outcome)
+
+
+def record(title: str, outcome: str) -> None:
+    _outcome[title] = outcome
+
+
+class rerunning:  # noqa: N801  (a context manager used like a function)
+    """While task cells run again (:mod:`scaledl.labs.handin`), they are not recorded as new cells."""
+
+    def __enter__(self):
+        _rerun[0] = True
+
+    def __exit__(self, *exc):
+        _rerun[0] = False
+        return False
+
+
+def _current_cell() -> tuple[str, str] | None:
+    """``(key, source)`` of the cell running now: its source from IPython's input history (stored before the cell
+    runs), its key the frontend's cell id where the request carries one (JupyterLab's ``cellId``: an edited cell
+    replaces its earlier version), else the source itself."""
+    ip = sys.modules.get("IPython")
+    get = getattr(ip, "get_ipython", None) if ip is not None else None
+    shell = get() if get is not None else None
+    history = getattr(shell, "user_ns", {}).get("In") if shell is not None else None
+    if not history:
+        return None
+    header = getattr(shell, "parent_header", None) or {}
+    cell_id = (header.get("metadata") or {}).get("cellId") if isinstance(header, dict) else None
+    return (f"id:{cell_id}" if cell_id else history[-1]), history[-1]
 
 
 def stopped() -> dict[str, str]:
@@ -77,6 +122,12 @@ class _Block:
         self.own, self.needs, self.report = own, needs, report
 
     def __enter__(self):
+        if self.own and not _rerun[0]:
+            cell = _current_cell()
+            if cell and "check_before_hand_in" not in cell[1]:
+                key, source = cell
+                before = _cells.get(key, ("", ()))[1] if _cells.get(key, ("",))[0] == source else ()
+                _cells[key] = (source, tuple(dict.fromkeys((*before, *self.own))))
         return self
 
     def _say(self, text: str) -> None:
@@ -86,6 +137,7 @@ class _Block:
         if etype is None:
             for t in self.own:
                 _stopped.pop(t, None)
+                _outcome[t] = "passed"
             return False
         if issubclass(etype, NotImplementedError):
             named = _TASK.findall(str(err))
@@ -93,6 +145,7 @@ class _Block:
             detail = f" ({err})" if str(err) and not named else ""
             for t in self.own:
                 _stopped[t] = stub
+                _outcome[t] = NOT_ANSWERED if stub == t else f"stopped: it needs {stub}, {NOT_ANSWERED}"
             if stub in self.own:
                 _stopped[stub] = stub
                 also = [t for t in self.needs if t in _stopped]
@@ -115,6 +168,8 @@ class _Block:
                 return True
         for t in self.own:  # answered, wrongly or with a bug: the error is the student's to see
             _stopped.pop(t, None)
+            first = (str(err).strip().splitlines() or [""])[0]
+            _outcome[t] = f"failed: {etype.__name__}: {first[:160]}"
         return False
 
 
