@@ -28,7 +28,7 @@ help:
 	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
 	@echo "make test-fast      the inner loop: tests/unit and tests/sim only (no notebooks, grading or browser)"
 	@echo "make test-compat    the lowest supported dependencies, and Colab's GPU image (tests/compat/run.py)"
-	@echo "make test-cluster   MPI across an emulated cluster of network namespaces (root; part of make test)"
+	@echo "make test-cluster   MPI across an emulated cluster of network namespaces (root; CI runs it)"
 	@echo "make test-scale     grading at class scale: Gradescope's setup.sh and run_autograder, 300 notebooks"
 	@echo "make test-unit      tests/ only (no notebooks)"
 	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
@@ -124,7 +124,8 @@ XDIST_ARGS = $(if $(filter-out 0 1,$(PYTEST_JOBS)),-n $(PYTEST_JOBS) --dist load
 test: $(STAMP)
 	start=$$(date +%s); \
 	$(PY) -m scaledl book check && \
-	SCALEDL_BACKEND=simulator $(PY) -m pytest tests $$($(PY) -m scaledl book list --validated) $(NBVAL_ARGS) \
+	SCALEDL_BACKEND=simulator $(PY) -m pytest tests --ignore=tests/cluster $$($(PY) -m scaledl book list --validated) \
+		$(NBVAL_ARGS) \
 		$(XDIST_ARGS); \
 	status=$$?; echo "make test: wall time $$(( $$(date +%s) - start )) s (exit status $$status)"; exit $$status
 
@@ -137,18 +138,20 @@ test-fast: $(STAMP)
 
 # MPI across hosts, on one machine: tests/cluster builds network namespaces joined by veth pairs and a bridge,
 # shapes the links with tc (tbf), and runs lab 05's ring, the book's all-reduces and lab 06's training across
-# them (about a minute). Needs root; skipped with the reason elsewhere. `make test` runs it too (tests/ holds it).
+# them (about a minute). Needs root; skipped with the reason elsewhere. Not part of `make test` (its 15 minutes);
+# CI runs it after.
 test-cluster: $(STAMP)
 	SCALEDL_BACKEND=simulator $(PY) -m pytest tests/cluster -v --durations=10
 
 # Not part of `make test` (CI runs it after test-compat; about 10 minutes on two idle cores): the Gradescope
 # autograder as Gradescope runs it (setup.sh's virtual environment, then run_autograder on ordinary and hostile
 # submissions; tests/grading/test_gradescope_container.py) and a class of 300 notebooks of lab07 (the cheapest lab to
-# grade) graded with --jobs 2 (tests/grading/test_class_scale.py). Both skip unless SCALEDL_TEST_SCALE=1.
+# grade) graded with --jobs 2 (tests/grading/test_class_scale.py), and nbgrader 0.9's own release/collect/export
+# flow end to end (tests/grading/test_nbgrader_course.py). They skip unless SCALEDL_TEST_SCALE=1.
 test-scale: $(STAMP)
 	start=$$(date +%s); \
 	SCALEDL_TEST_SCALE=1 SCALEDL_BACKEND=simulator $(PY) -m pytest tests/grading/test_gradescope_container.py \
-		tests/grading/test_class_scale.py -v -s --durations=10; \
+		tests/grading/test_nbgrader_course.py tests/grading/test_class_scale.py -v -s --durations=10; \
 	status=$$?; echo "make test-scale: wall time $$(( $$(date +%s) - start )) s (exit status $$status)"; exit $$status
 
 # Not part of `make test` (CI runs it after): two more virtual environments in .venv-compat, one with every

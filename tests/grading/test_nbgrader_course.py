@@ -3,7 +3,8 @@ exchange, ``scaledl course release --nbgrader``, ``nbgrader release_assignment``
 and ``submit`` (each in their own home, ``--student`` giving their id, as nbgrader's own tests do), ``nbgrader
 collect``, ``scaledl course grade COURSE/submitted`` in the sandbox, then ``nbgrader export`` shows the scores and
 ``release_feedback``/``fetch_feedback`` deliver each student's feedback page. About 80 s (14 nbgrader
-commands of ~2 s, and two lab03 notebooks graded)."""
+commands of ~2 s, and two lab03 notebooks graded), so it runs in ``make test-scale`` (``SCALEDL_TEST_SCALE=1``,
+CI), not ``make test``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.skipif(os.environ.get("SCALEDL_TEST_SCALE") != "1",
+                                reason="nbgrader's 14 commands take about 80 s: `make test-scale` runs this test")
 pytest.importorskip("nbgrader")
 
 from nbgrader.api import Gradebook  # noqa: E402

@@ -1,7 +1,7 @@
 """Run All on every lab's student copy, as a student who has answered nothing yet presses it in JupyterLab.
 
 The copy is the one ``scaledl book execute labNN`` generates from the solution
-(:func:`scaledl.labs.release.student_version`), executed top to bottom in a fresh kernel on the simulator with
+(:func:`scaledl.book.student_copy.student_version`), executed top to bottom in a fresh kernel on the simulator with
 errors *not* allowed: every cell must run (a stub that raised would stop the run here, as it stops JupyterLab's
 Run All), and every task must say in its own cells that it is not answered yet, instead of a traceback. Lab 05's
 cells start mpiexec ranks (its deadlock demonstration), so this file runs in the "mpi" unit of ``make test``.
@@ -15,7 +15,7 @@ import pytest
 
 from scaledl.book import load
 from scaledl.book.execute import execute_notebook
-from scaledl.labs.release import student_version
+from scaledl.book.student_copy import student_version
 from scaledl.labs.unanswered import NOT_ANSWERED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,9 +43,16 @@ def test_run_all_on_a_fresh_student_copy_runs_every_cell_and_names_each_unanswer
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
     titles = sorted({t for c in code for t in STUB.findall(c.source)})
     assert titles, f"{entry.solution} has no stub"
-    reports = [line for c in code for line in _text(c).splitlines() if NOT_ANSWERED in line]
+    hand_in = [c for c in code if "check_before_hand_in(" in c.source]  # the lab's last working cell
+    assert len(hand_in) == 1, f"{entry.id}: expected one 'Check before you hand in' cell"
+    reports = [line for c in code if c not in hand_in for line in _text(c).splitlines() if NOT_ANSWERED in line]
     for title in titles:
         assert any(re.search(rf"{re.escape(title)}\b", line) for line in reports), \
             f"{entry.id}: no cell says {title} is {NOT_ANSWERED}; the reports were:\n" + "\n".join(reports)
     # each report is one line in the task's own cells, not a traceback
     assert all(line.startswith(("Task ", "This cell uses Task ")) for line in reports), reports
+    # and the hand-in check, run last, names every unanswered task once more and does not say "Ready"
+    summary = _text(hand_in[0])
+    assert summary.startswith("Check before you hand in") and "Ready" not in summary, summary
+    for title in titles:
+        assert re.search(rf"  {re.escape(title)}: ({NOT_ANSWERED}|its cells stopped)", summary), summary
