@@ -6,7 +6,7 @@ and its copy kernel at 73 % of cudaMemcpy. One slot of device time cannot iterat
 candidate in one go and prints a table (and JSON) from which the book's defaults are chosen.
 
 Usage on the GPU machine: ``python tools/gpu_experiments.py OUT_DIR [SECTION ...]``, sections ``ladder`` (every
-variant of scaledl.kernels.gemm, v1 to v8, beside the prediction of scaledl.perf.kernel_model: v4 to v8 not yet run
+variant of scaledl.kernels.gemm, v1 to v8, beside the prediction of scaledl.kernels.kernel_model: v4 to v8 not yet run
 on a GPU), ``gemm`` (v3's tilings), ``gemm2d`` (lab 02's 2-D thread block with its own k-step), ``gemmfixed`` (v3
 with load loops of fixed length: not yet run on a GPU; the ladder's v4 is the version whose loads the compiler
 really issues together), ``copy`` (copy kernel shapes), ``quantize`` (the e4m3 kernels v1, v2 without v1's float64
@@ -98,7 +98,7 @@ print(f"cuBLAS SGEMM {n}^3: {t_blas:.3f} ms, {flops / t_blas / 1e9:,.1f} TFLOP/s
 results["cublas_ms"] = t_blas
 # ------------------------------------------------------------------ the ladder v1 to v8 at its default tilings
 if "ladder" in SECTIONS:
-    from scaledl.perf import kernel_model
+    from scaledl.kernels import kernel_model
 
     predicted = {p.name: p for p in kernel_model.ladder_predictions()}
     for i, variant in enumerate(VARIANTS):

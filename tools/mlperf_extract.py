@@ -1,18 +1,17 @@
-"""Extract the ResNet-50 epoch timings of MLPerf Training result logs into scaledl/comm/mlperf_logs.py.
+"""Extract the ResNet-50 epoch timings of MLPerf Training result logs into scaledl/comm/mlperf_logs.json.
 
 Run offline over local git mirrors of github.com/mlcommons/training_results_vX.Y (one bare or normal clone
 per round); it reads, for each selected system, every result_N.txt of its resnet benchmark (the MLLOG lines)
-and the system's description JSON, and writes a Python module of plain data: per run the global batch, the
+and the system's description JSON, and writes plain data (JSON, read by scaledl.comm.mlperf_logs): per run the global batch, the
 optimizer, run_start to run_stop, and the training time of each epoch (epoch_start to epoch_stop, which
 excludes the evaluation that follows an epoch). Usage:
 
-    python tools/mlperf_extract.py MIRRORS_DIR > src/scaledl/comm/mlperf_logs.py
+    python tools/mlperf_extract.py MIRRORS_DIR > src/scaledl/comm/mlperf_logs.json
 
 where MIRRORS_DIR holds mlcommons+training_results_v1.0/repo and so on.
 """
 
 import json
-import pprint
 import re
 import subprocess
 import sys
@@ -74,12 +73,7 @@ def run_record(text: str) -> dict:
 
 
 def main(mirrors: Path) -> None:
-    out = ['"""ResNet-50 epoch timings from MLPerf Training result logs (MLCommons), extracted by',
-           "tools/mlperf_extract.py; generated, do not edit. Per system: where it comes from (repository,",
-           "commit, path), what the system description says, and per result log the global batch, the optimizer,",
-           "run_start to run_stop in ms, and per block of epochs between two evaluations [first epoch, epochs,",
-           'training ms (block_start to eval_start), evaluation ms (eval_start to eval_stop)]."""', "",
-           "SYSTEMS = ("]
+    out = []
     for rnd, systems in SYSTEMS.items():
         repo = mirrors / f"mlcommons+training_results_{rnd}" / "repo"
         commit = git(repo, "rev-parse", "HEAD").strip()
@@ -106,10 +100,8 @@ def main(mirrors: Path) -> None:
                        accelerator_interconnect=desc.get("accelerator_interconnect", ""),
                        framework=desc.get("framework", ""),
                        runs=[dict(log=Path(f).name, **r) for f, r in runs], logs_absent=absent)
-            out.append(pprint.pformat(rec, width=114, sort_dicts=False, compact=True).replace("\n", "\n    ")
-                       .join(("    ", ",")))
-    out.append(")")
-    print("\n".join(out))
+            out.append(rec)
+    print(json.dumps(out, indent=0, separators=(",", ":")))
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ NOTEBOOKS = ["chapters/00_getting_started.ipynb", "chapters/04_writing_gemm_kern
              "labs/solutions/lab02_tiled_gemm.ipynb"]
 NBVAL = ["--nbval", "--nbval-sanitize-with", "tests/notebooks/sanitize.cfg", "--nbval-cell-timeout", "900"]
 # Test tools, newest: they are not the book's runtime. ipykernel/nbclient/nbformat come at the lab extra's floors.
-TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3.5", "nbval>=0.11", "hypothesis>=6.100", "ipykernel==6.29.0",
-              "nbclient==0.10.0", "nbformat==5.10.0"]
+TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3.5", "nbval>=0.11", "hypothesis>=6.100", "import-linter>=2.17", "ruff>=0.6",
+              "ipykernel==6.29.0", "nbclient==0.10.0", "nbformat==5.10.0"]
 PIP = ["-m", "pip", "--disable-pip-version-check", "--quiet"]
 
 

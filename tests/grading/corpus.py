@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from scaledl.book.toc import load  # noqa: E402
 from scaledl.course import integrity  # noqa: E402
-from scaledl.labs.release import strip_hidden_tests  # noqa: E402
+from scaledl.book.student_copy import strip_hidden_tests  # noqa: E402
 
 BOOK = load(ROOT)
 CANARY = "SCALEDL_CORPUS_CANARY"  # the test sets it in the grader's environment: no feedback may show its value

@@ -126,7 +126,7 @@ def test_solutions_are_valid_nbgrader_sources():
     ``nbgrader generate_assignment``), and its ClearHiddenTests leaves what our student copy has."""
     from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
-    from scaledl.labs.release import student_version
+    from scaledl.book.student_copy import student_version
 
     for entry in LABS:
         solution = nbformat.read(BOOK.path(entry.solution), as_version=4)

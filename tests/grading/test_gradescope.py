@@ -66,7 +66,7 @@ def test_the_zip_holds_the_scripts_the_wheel_and_the_solutions(bundle):
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
     assert spec["lab"] == LAB and spec["extras"] == ["course"] and spec["timeout_s"] == 60
     assert spec["points"] == sum(corpus.points(LAB).values()) and list(spec["tasks"]) == list(corpus.points(LAB))
-    assert f'"$WHEEL[course]"' in setup_sh and "@" not in setup_sh.replace("$@", "")
+    assert '"$WHEEL[course]"' in setup_sh and "@" not in setup_sh.replace("$@", "")
     print(f"\nbuilt {bundle.name} ({bundle.stat().st_size / 2**20:.1f} MiB) in {TIMES['build']:.1f} s")
 
 

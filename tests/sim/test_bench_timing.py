@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import scaledl
-from scaledl.kernels import bench, bench_sections
+from scaledl.kernels import bench, bench_sections, bench_timing
 
 pytestmark = [pytest.mark.sim,
               pytest.mark.skipif(scaledl.backend() == "cuda", reason="the GPU runs the real bench (tests/gpu)")]
@@ -142,9 +142,9 @@ class FakeGPU:
 def _fake_gpu(monkeypatch, needed_us, inner):
     gpu = FakeGPU(needed_us)
     gpu.inner = inner
-    monkeypatch.setattr(bench, "cuda", types.SimpleNamespace(event=gpu.event, synchronize=gpu.synchronize,
-                                                             event_elapsed_time=gpu.event_elapsed_time))
-    monkeypatch.setattr(bench, "hold_kernel", gpu)
+    monkeypatch.setattr(bench_timing, "cuda", types.SimpleNamespace(event=gpu.event, synchronize=gpu.synchronize,
+                                                                    event_elapsed_time=gpu.event_elapsed_time))
+    monkeypatch.setattr(bench_timing, "hold_kernel", gpu)
     monkeypatch.setattr(scaledl.device, "on_gpu", lambda: True)
     return gpu
 

@@ -5,7 +5,6 @@ kernel has more places to get wrong (R x R loads per thread, strided ownership, 
 Each buggy variant below is the lab's solution with one bug, run at the lab's simulator shape (TILE 4, R 2,
 so a block covers 8 x 8 of C) and sizes that are not multiples of 8."""
 
-import numpy as np
 import pytest
 
 import scaledl.device  # noqa: F401  (backend decision before numba.cuda)

@@ -22,7 +22,7 @@ from numba import cuda, float32
 from scaledl.kernels import static_report
 from scaledl.labs.check import check_gemm, gemm_sizes
 from scaledl.labs.gpu_report import GpuShape
-from scaledl.perf import kernel_model as km
+from scaledl.kernels import kernel_model as km
 
 pytestmark = pytest.mark.sim
 HERE = Path(__file__).parent

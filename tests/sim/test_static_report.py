@@ -23,7 +23,7 @@ from scaledl.kernels import static_report as sr
 from scaledl.kernels.gemm import VARIANTS
 from scaledl.kernels.quantize import VARIANTS as QUANTIZE
 from scaledl.kernels.quantize import quantize_gpu, quantize_into
-from scaledl.perf import kernel_model as km
+from scaledl.kernels import kernel_model as km
 
 pytestmark = pytest.mark.sim
 HERE = Path(__file__).parent

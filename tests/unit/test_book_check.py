@@ -82,7 +82,7 @@ def test_planned_entries_are_not_required(make_book):
 
 
 def test_lab_student_version_must_be_derived_from_solution(make_book):
-    from scaledl.labs.release import student_version
+    from scaledl.book.student_copy import student_version
 
     root = make_book(chapter_status="planned", lab_status="draft")
     solution = executed_notebook("def f():\n    ### BEGIN SOLUTION Task 1.1\n    return 1\n    ### END SOLUTION")
@@ -110,7 +110,7 @@ def test_a_file_jupyterlab_would_rewrite(make_book):
 
 
 def test_a_students_edited_copy_is_kept_work_not_a_problem(make_book):
-    from scaledl.labs.release import student_version
+    from scaledl.book.student_copy import student_version
 
     root = make_book(chapter_status="planned", lab_status="draft")
     solution = executed_notebook("def f():\n    ### BEGIN SOLUTION Task 1.1\n    return 1\n    ### END SOLUTION")

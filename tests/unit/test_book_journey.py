@@ -7,7 +7,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from scaledl.book import journey, load, nbfile
 from scaledl.book.check import check_book
-from scaledl.labs.release import student_version
+from scaledl.book.student_copy import student_version
 
 CH1, CH2, CH3 = "chapters/01_one.ipynb", "chapters/02_two.ipynb", "chapters/03_three.ipynb"
 LAB, LAB_SOL = "labs/lab01_x.ipynb", "labs/solutions/lab01_x.ipynb"

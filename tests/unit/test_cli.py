@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 from scaledl import cli
+from scaledl import doctor as doctor_mod
 
 
 def scaledl(*args, env=None):
@@ -78,8 +79,8 @@ def test_executing_a_planned_chapter_says_it_is_planned(tmp_path):
 
 
 def test_doctor_says_what_a_missing_optional_package_is_for(monkeypatch):
-    monkeypatch.setattr(cli, "_version", lambda dist: None if dist == "nbval" else "1.0")
-    monkeypatch.setattr(cli, "smoke_test", lambda: (True, "stub"))
+    monkeypatch.setattr(doctor_mod, "version", lambda dist: None if dist == "nbval" else "1.0")
+    monkeypatch.setattr(doctor_mod, "smoke_test", lambda: (True, "stub"))
     out = io.StringIO()
     assert cli.doctor(out) == 0
     assert "nbval        not installed: needed only for `make test`" in out.getvalue()

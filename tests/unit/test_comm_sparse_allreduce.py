@@ -5,7 +5,7 @@ import pytest
 
 from scaledl.comm import simulate, topology
 from scaledl.comm.compression import make_compressor
-from scaledl.comm.sparse_allreduce import break_even_density, sparse_allreduce
+from scaledl.comm.compression.sparse_allreduce import break_even_density, sparse_allreduce
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 6, 8])

@@ -189,7 +189,7 @@ def test_print_In_does_not_leak_hidden_lines():
     leak.outputs = [new_output("stream", name="stdout", text=f"{In}\n{In[2]}\n{json.dumps(In)}\n"),
                     new_output("execute_result", execution_count=4, data={"text/plain": repr(In)}),
                     new_output("error", ename="NameError", evalue="x", traceback=[
-                        f"\x1b[0;32m----> 2\x1b[0m \x1b[43mproduce\x1b[39m.run(\"lab03\", \"task_1_1\", globals())"])]
+                        "\x1b[0;32m----> 2\x1b[0m \x1b[43mproduce\x1b[39m.run(\"lab03\", \"task_1_1\", globals())"])]
     own = new_code_cell('# I copied it: produce.run("lab03", "task_1_1", globals())', execution_count=5)
     md = new_markdown_cell("    assert secret_reference(x) == 'expected'  # hidden")
     text = render([leak, own, md], hidden_sources=[HIDDEN_SOURCE], hidden_ids={"task_1_1"})

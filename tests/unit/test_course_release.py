@@ -102,7 +102,7 @@ def test_labs_are_fresh_student_versions(bundle):
 def test_every_released_notebook_opens_in_colab_from_its_title(bundle):
     """The badge under each title links to that very file in book.toml's repository (the students' one), and
     the title's first line, the cells and their ids are the repository's (the grader still knows the lab)."""
-    from scaledl.labs.release import untouched
+    from scaledl.book.student_copy import untouched
 
     for e in BOOK.entries:
         if not e.validated:

@@ -6,6 +6,7 @@ import io
 import pytest
 
 from scaledl import cli, device, drift
+from scaledl import doctor as doctor_mod
 
 PTX_ERROR = "CudaAPIError: [222] Call to cuLinkAddData results in CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
 NVVM_ERROR = "NvvmSupportError: libNVVM cannot be found. Do `conda install cudatoolkit`: libnvvm.so: cannot open"
@@ -75,7 +76,7 @@ def test_doctor_prints_the_cause_and_the_fix(monkeypatch):
     versions = {drift.TOOLKIT_DISTS: "13.0.2", drift.NVJITLINK_DISTS: "13.0.88", drift.NVVM_DISTS: "13.0.88"}
     monkeypatch.setattr(drift, "installed", lambda dists: versions[dists])
     monkeypatch.setattr(drift, "out_of_range", lambda: [])
-    monkeypatch.setattr(cli, "smoke_test", lambda: (False, f"kernel launch failed: {PTX_ERROR}"))
+    monkeypatch.setattr(doctor_mod, "smoke_test", lambda: (False, f"kernel launch failed: {PTX_ERROR}"))
     out = io.StringIO()
     assert cli.doctor(out) == 1
     text = out.getvalue()
@@ -107,11 +108,11 @@ def test_no_libnvvm_warning_when_a_kernel_compiled_anyway(monkeypatch):
     monkeypatch.setattr(drift, "out_of_range", lambda: [])
     assert [x.kind for x in drift.check(**{"driver": "13.0", "toolkit": "13.0.2", "nvjitlink": "13.0.88",
                                           "nvvm": None})] == ["no-libnvvm"]  # what drift alone concludes
-    monkeypatch.setattr(cli, "smoke_test", lambda: (True, "a 37-element axpy kernel matched NumPy"))
+    monkeypatch.setattr(doctor_mod, "smoke_test", lambda: (True, "a 37-element axpy kernel matched NumPy"))
     out = io.StringIO()
     assert cli.doctor(out) == 0
     assert "without libNVVM" not in out.getvalue() and "warning" not in out.getvalue()
     assert "can run here" in out.getvalue()
-    monkeypatch.setattr(cli, "smoke_test", lambda: (False, "libNVVM is not available"))
+    monkeypatch.setattr(doctor_mod, "smoke_test", lambda: (False, "libNVVM is not available"))
     out = io.StringIO()
     assert cli.doctor(out) == 1 and "without libNVVM" in out.getvalue()  # and when nothing compiled, it still says so

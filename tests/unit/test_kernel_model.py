@@ -1,4 +1,4 @@
-"""The GEMM performance model (scaledl.perf.kernel_model) against the first H200 run, and its predictions.
+"""The GEMM performance model (scaledl.kernels.kernel_model) against the first H200 run, and its predictions.
 
 Tolerance: the model is the smallest of three ceilings, so each measurement must lie below its ceiling (by
 2 %: cuBLAS's own rate moved 50.4-50.9 TFLOP/s between repeats, docs/gpu-runs/2026-11-26-nvidia-h200). Below
@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from scaledl.perf import kernel_model as km
+from scaledl.kernels import kernel_model as km
 
 MEASURED = {m.facts.name: m for m in km.H200_MEASURED}
 FACTOR = 1.35

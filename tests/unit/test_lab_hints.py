@@ -20,7 +20,7 @@ from scaledl.labs import dgc_checks as D
 from scaledl.labs import ring as L
 from scaledl.labs import sparse_checks as S
 from scaledl.labs.hints import HINTS, hint
-from scaledl.serve.hook import check_batch_policy
+from scaledl.labs.batch_checks import check_batch_policy
 
 FEEDBACK_CHARS = 500  # scaledl.course.grade keeps this much of a judge's message for the feedback page
 KERNEL_HINTS = {("lab04", "spmv_rows")}  # with the "kernel" group: tests/sim/test_lab_kernel_hints.py

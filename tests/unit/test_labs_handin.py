@@ -25,8 +25,8 @@ def _lab(lab_id):
 
 def test_the_catalogue_is_the_books():
     assert json.loads(H.CATALOGUE.read_text()) == H.catalogue(BOOK), (
-        "src/scaledl/labs/handin_labs.json is out of date with the lab solutions: run "
-        "`python -m scaledl.labs.handin --write-catalogue`")
+        "src/scaledl/labs/handin_labs.json is out of date with the lab solutions: `scaledl book execute LAB` "
+        "rewrites it (scaledl.book.student_copy.write_handin_catalogue)")
 
 
 def test_the_size_limit_is_the_graders():

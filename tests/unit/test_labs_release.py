@@ -4,7 +4,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from scaledl.labs.release import ANSWER_CELL, strip_source, student_version, write_student_version
+from scaledl.book.student_copy import ANSWER_CELL, strip_source, student_version, write_student_version
 
 SOLUTION = """\
 def copy_kernel(src, dst):

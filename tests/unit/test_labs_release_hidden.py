@@ -1,9 +1,9 @@
-"""scaledl.labs.release drops nbgrader hidden-test regions from the student copy."""
+"""scaledl.book.student_copy drops nbgrader hidden-test regions from the student copy."""
 
 import nbformat
 import pytest
 
-from scaledl.labs.release import strip_hidden_tests, student_version
+from scaledl.book.student_copy import strip_hidden_tests, student_version
 
 TEST_CELL = "# Task 1.1: 2 points\n### BEGIN HIDDEN TESTS\nassert secret()\n### END HIDDEN TESTS\nprint('visible')"
 

@@ -68,7 +68,7 @@ def test_book_and_release_install_only_their_own_extra(target, extra, args, tmp_
 def test_the_extras_hold_what_each_command_imports():
     assert "jupyter-book" in {_name(r) for r in expand("book")}  # `scaledl book html`
     assert "nbformat" in {_name(r) for r in expand("book")}  # scaledl.book.site stages notebooks with it
-    assert {_name(r) for r in expand("release")} == {"nbformat"}  # scaledl.course.release, scaledl.labs.release
+    assert {_name(r) for r in expand("release")} == {"nbformat"}  # scaledl.course.release, scaledl.book.student_copy
     assert "nbformat" in {_name(r) for r in expand("course")}  # grading releases nothing but reads notebooks
 
 

@@ -15,7 +15,7 @@ import pytest
 from scaledl.kernels import static_record
 from scaledl.kernels.gemm_traffic import gemm_traffic
 from scaledl.kernels.nm_traffic import dense_twin_traffic, nm_gemm_traffic, nm_shared_traffic
-from scaledl.perf import kernel_model as km
+from scaledl.kernels import kernel_model as km
 
 ROOT = Path(__file__).resolve().parents[2]
 

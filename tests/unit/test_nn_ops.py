@@ -1,6 +1,5 @@
 """scaledl.nn.ops: fixed-order products and basic-operation exp/log, the same bits on any CPU."""
 
-import hashlib
 import os
 import subprocess
 import sys

@@ -3,7 +3,7 @@
 import pytest
 
 from scaledl.comm.cost import allreduce_time
-from scaledl.perf import interconnect as ic
+from scaledl.comm import interconnect as ic
 
 
 def test_hardware_numbers():

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from scaledl.serve import linear, simulate
-from scaledl.serve.hook import batch_dispatch_spec, check_batch_policy, run_policy, single_spec
+from scaledl.labs.batch_checks import check_batch_policy
+from scaledl.serve.hook import batch_dispatch_spec, run_policy, single_spec
 
 SERVICE = linear(0.002, 0.0005)
 

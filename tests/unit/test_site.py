@@ -15,7 +15,7 @@ from scaledl.book.cite import Citations
 from scaledl.book.html import remote_assets
 from scaledl.book.site import colab_url, config_yaml, stage, toc_yaml
 from scaledl.book.static_cells import STATIC_EXPLORER_TEXT, figure_alt, literal_titles
-from scaledl.labs.release import student_version, write_student_version
+from scaledl.book.student_copy import student_version, write_student_version
 from scaledl.widgets import FALLBACK_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 from scaledl import cli
 from scaledl.kernels import static_record, static_report
 from scaledl.kernels.launch_table import kernel_table
-from scaledl.perf import kernel_model as km
+from scaledl.kernels import kernel_model as km
 
 
 @pytest.fixture

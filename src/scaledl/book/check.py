@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 
 from scaledl.book import nbfile
+from scaledl.book.journey import EXERCISE_HEADING, check_journey
 from scaledl.book.site import ANSWER_KEY_TAGS
 from scaledl.book.toc import Book, Entry
 
@@ -22,7 +23,6 @@ NOTEBOOK_FOLDERS = ("chapters", "labs")
 # ("## Exercises"), a bold label ("**Exercise 2.**", "**Question 1.1.**", "**3.**"), or, at the start of a
 # paragraph, an ordered-list item ("2. Fit the ..."). Answers number their points "(1)", which none of these
 # match; a mid-paragraph line that wraps at a number ("... 12. The model") is not a list item in Markdown.
-EXERCISE_HEADING = re.compile(r"#{1,6}\s*(Exercises?|Questions?)\b", re.I)
 EXERCISE_LABEL = re.compile(r"(\*\*|__|\*|_)((Exercise|Question)s?(?![a-z])|\d+(\.\d+)*\.(\*\*|__|\*|_))", re.I)
 LIST_ITEM = re.compile(r"\d+[.)]\s")
 
@@ -110,7 +110,7 @@ def check_entry(book: Book, entry: Entry) -> list[str]:
     problems += check_answer_keys(executed, entry.executed_file)
     problems += nbfile.problems(book.path(entry.executed_file), entry.executed_file)
     if entry.kind == "lab":
-        from scaledl.labs.release import check_student_version, student_work_kept
+        from scaledl.book.student_copy import check_student_version, student_work_kept
 
         problems += check_student_version(book, entry)
         if not student_work_kept(book, entry):
@@ -120,7 +120,7 @@ def check_entry(book: Book, entry: Entry) -> list[str]:
 
 def student_work(book: Book) -> list[str]:
     """The lab copies holding a student's own work, which every command leaves alone (reported, not errors)."""
-    from scaledl.labs.release import student_work_kept
+    from scaledl.book.student_copy import student_work_kept
 
     return [e.file for e in book.entries if e.validated and student_work_kept(book, e)]
 
@@ -162,7 +162,6 @@ def check_book(book: Book) -> list[str]:
             listed.add(e.solution)
         problems += check_entry(book, e)
     problems += check_readme(book)
-    from scaledl.book.journey import check_journey
 
     problems += check_journey(book)  # opening and "where next" cells, folded answers (book.toml's journey)
     for rel in notebooks_on_disk(book.root):

@@ -117,7 +117,7 @@ def execute_entry(book: Book, entry: Entry, *, progress: bool = True) -> Result:
     nbfile.write(nb, path)  # in the form JupyterLab saves, so opening the notebook does not change it
     message = f"{entry.executed_file}: executed in {seconds:.1f} s on the {device.backend()} backend"
     if entry.kind == "lab":
-        from scaledl.labs.release import write_student_version
+        from scaledl.book.student_copy import write_student_version
 
         outcome = write_student_version(path, book.path(entry.file), previous_solution=previous)
         if outcome == "kept":
@@ -125,6 +125,10 @@ def execute_entry(book: Book, entry: Entry, *, progress: bool = True) -> Result:
                         f"version was not written")
         else:
             message += f"\n  {entry.file}: student version {outcome}"
+        from scaledl.book.student_copy import write_handin_catalogue
+
+        if write_handin_catalogue(book):
+            message += "\n  src/scaledl/labs/handin_labs.json (the hand-in check's catalogue) rewritten"
     if seconds > entry.sim_budget_s and device.backend() == "simulator":
         message += f"\n  over its simulator budget of {entry.sim_budget_s:.0f} s (book.toml)"
     return Result(entry, True, seconds, message)

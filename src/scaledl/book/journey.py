@@ -37,6 +37,10 @@ import nbformat
 from scaledl.book import nbfile
 from scaledl.book.toc import Book, Entry
 
+# An exercises heading ("## Exercises", "### Questions"): where a chapter's exercises begin. book.check reads
+# exercise prompts with it too (this module is below book.check, which imports check_journey from here).
+EXERCISE_HEADING = re.compile(r"#{1,6}\s*(Exercises?|Questions?)\b", re.I)
+
 INTRO_TAG = "book-intro"
 NAV_TAG = "book-nav"
 ANSWER_KEY_TAG = "answer-key"
@@ -253,8 +257,6 @@ def _generated(nb, old, tag: str, source: str, entry: Entry):
 def answer_code_cells(nb) -> list[int]:
     """Indices of a chapter's code cells that only compute answers: every code cell after its exercises heading,
     and any that opens with ``# Numbers for the answers``."""
-    from scaledl.book.check import EXERCISE_HEADING
-
     found, in_exercises = [], False
     for i, cell in enumerate(nb.cells):
         first = cell.source.lstrip().split("\n", 1)[0]
@@ -407,7 +409,7 @@ def write(book: Book, entry: Entry) -> list[str]:
         nbfile.write(after, path)
         written.append(entry.executed_file)
     if entry.kind == "lab":
-        from scaledl.labs.release import write_student_version
+        from scaledl.book.student_copy import write_student_version
 
         if write_student_version(path, book.path(entry.file), previous_solution=before) == "written":
             written.append(entry.file)

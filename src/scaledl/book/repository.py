@@ -82,7 +82,7 @@ def set_repository(book: Book, url: str) -> list[str]:
     url = url.rstrip("/")
     if not URL.match(url):
         raise ValueError(f"repository URL {url!r} should look like https://github.com/ORG/REPO")
-    from scaledl.labs.release import write_student_version
+    from scaledl.book.student_copy import write_student_version
 
     old = book.repository.rstrip("/")
     changed = []

@@ -11,7 +11,7 @@ without executing anything and without reading ``chapters/`` or ``labs/`` again:
   (:mod:`scaledl.book.static_cells`), and links between notebooks point at the staged pages
   (:mod:`scaledl.book.links`);
 * every lab from its **student** version: ``labs/labNN_*.ipynb``, or, when that copy holds a student's own
-  work on this machine, a fresh :func:`~scaledl.labs.release.student_version` of the solution. A solution
+  work on this machine, a fresh :func:`~scaledl.book.student_copy.student_version` of the solution. A solution
   notebook is never copied;
 * a landing page that introduces the book (:mod:`scaledl.book.landing`);
 * under each notebook's title, an "Open in Colab" link (from book.toml ``repository``), a download link and a
@@ -83,7 +83,7 @@ def staged_file(entry: Entry) -> str:
 def lab_source(book: Book, entry: Entry):
     """The notebook a lab page is built from: the student copy on disk, unless it holds a student's own work
     (then a fresh student version of the solution). Never the solution itself."""
-    from scaledl.labs.release import student_version, student_work_kept
+    from scaledl.book.student_copy import student_version, student_work_kept
 
     if student_work_kept(book, entry) or not book.path(entry.file).is_file():
         return student_version(nbformat.read(book.path(entry.solution), as_version=4))

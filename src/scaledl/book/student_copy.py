@@ -211,3 +211,18 @@ def check_student_version(book, entry) -> list[str]:
                         f"`scaledl book execute {entry.id}` to remake it (edits in a student's own copy are "
                         f"never overwritten)")
     return problems
+
+
+def write_handin_catalogue(book) -> bool:
+    """Rewrite :data:`scaledl.labs.handin.CATALOGUE` (each lab's file, tasks and cell marks, which the labs' *Check
+    before you hand in* cell reads) from the book's lab solutions; True when it changed. ``scaledl book execute``
+    calls it after a lab."""
+    import json
+
+    from scaledl.labs import handin
+
+    text = json.dumps(handin.catalogue(book), indent=1, sort_keys=True) + "\n"
+    if handin.CATALOGUE.exists() and handin.CATALOGUE.read_text(encoding="utf-8") == text:
+        return False
+    handin.CATALOGUE.write_text(text, encoding="utf-8")
+    return True

@@ -17,8 +17,10 @@ that move real data, an event-driven network simulator on topologies, and the sa
 - :mod:`scaledl.comm.dataparallel`: data-parallel SGD whose gradients a ring sums, as a reducer for
   :func:`scaledl.nn.train` and over MPI (``mpi_train``), bitwise the same.
 - :mod:`scaledl.comm.compression`: gradient compressors (top-k, DGC, 1-bit SGD, TernGrad, QSGD, stochastic
-  rounding) with real encoded sizes, and a compressed reducer; :mod:`scaledl.comm.sparse_allreduce`:
+  rounding) with real encoded sizes, and a compressed reducer; :mod:`scaledl.comm.compression.sparse_allreduce`:
   SparCML's sparse all-reduce with fill-in and the dense switch.
+- :mod:`scaledl.comm.interconnect`: one DGX-2 against two DGX-1 (bisection, all-reduce, all-to-all, Amdahl),
+  CPU-GPU links (PCIe against POWER9's NVLink 2).
 - :mod:`scaledl.comm.views`: timeline and link-utilisation figures; ``allreduce_view`` for a widget.
 
 >>> import numpy as np

@@ -92,7 +92,7 @@ def _plain_source(source: str) -> str:
 def handed_out(solution) -> tuple[frozenset[str], int]:
     """What students get of a solution's answers: the stubbed answer cells' sources (normalised), and the
     number of markdown answer cells (the Questions' and the tasks' written answers)."""
-    from scaledl.labs.release import student_version
+    from scaledl.book.student_copy import student_version
 
     student = student_version(solution)
     stubs = frozenset(_plain_source(c.source) for c in student.cells

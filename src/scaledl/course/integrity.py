@@ -21,7 +21,7 @@ import copy
 
 import nbformat
 
-from scaledl.labs.release import strip_hidden_tests
+from scaledl.book.student_copy import strip_hidden_tests
 
 
 def meta(cell) -> dict:

@@ -71,7 +71,7 @@ def strip_hidden(source: str, where: str = "cell") -> str:
 
 def without_hidden(nb, name: str, *, keep_answer_markdown: bool):
     """A copy of ``nb`` without hidden tests, and without answer-key cells unless ``keep_answer_markdown``
-    (a lab keeps them for :func:`scaledl.labs.release.student_version` to turn into empty answer cells)."""
+    (a lab keeps them for :func:`scaledl.book.student_copy.student_version` to turn into empty answer cells)."""
     nb = copy.deepcopy(nb)
     cells = []
     for i, cell in enumerate(nb.cells):
@@ -121,7 +121,7 @@ def student_chapter(nb, name: str = "chapter"):
 def student_lab(solution_nb, name: str = "lab"):
     """A lab's student notebook, made from its solution with hidden tests removed first (so its fingerprint
     stamp matches what students receive)."""
-    from scaledl.labs.release import student_version
+    from scaledl.book.student_copy import student_version
 
     return student_version(without_hidden(solution_nb, name, keep_answer_markdown=True))
 

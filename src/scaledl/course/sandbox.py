@@ -354,43 +354,52 @@ sys.exit("; ".join(bad) or None)
 """
 
 
+class SandboxUnavailable(ValueError):
+    """A named sandbox level does not work on this machine; the message says why and how to get it. The only
+    error ``detect("auto")`` passes over to try the next level: any other (a bug in a probe) goes through."""
+
+
 def detect(mode: str = "auto", *, readonly: tuple[Path, ...] = ()) -> Sandbox:
     """The sandbox for ``mode``: "auto" (the strongest that works here), "bwrap", "user" or "none".
 
     Raises:
-        ValueError: an unknown mode, or a named mode that does not work here (the message says why and how
-            to get it, e.g. ``apt-get install bubblewrap``).
+        ValueError: an unknown mode.
+        SandboxUnavailable: a named mode that does not work here (the message says why and how to get it, e.g.
+            ``apt-get install bubblewrap``); a ValueError, so callers that report either need not tell them apart.
     """
     if mode == "auto":
         for level in LEVELS:
             try:
                 return detect(level, readonly=readonly)
-            except ValueError:
+            except SandboxUnavailable:
                 continue
     if mode not in (*LEVELS, ACCOUNT):
         raise ValueError(f"mode={mode!r}: expected 'auto', 'bwrap', 'user' or 'none' (or 'account', by name)")
     root = os.geteuid() == 0
     if mode == "bwrap" and shutil.which("bwrap") is None:
-        raise ValueError(f"sandbox mode 'bwrap' is unavailable: bwrap is not on PATH; {INSTALL_HINT}")
+        raise SandboxUnavailable(f"sandbox mode 'bwrap' is unavailable: bwrap is not on PATH; {INSTALL_HINT}")
     if mode != "none" and root and shutil.which("setpriv") is None:
-        raise ValueError(f"sandbox mode {mode!r} is unavailable: setpriv is not on PATH (apt-get install util-linux)")
+        raise SandboxUnavailable(f"sandbox mode {mode!r} is unavailable: setpriv is not on PATH "
+                                 "(apt-get install util-linux)")
     if mode == ACCOUNT and not root:
-        raise ValueError(f"sandbox mode {ACCOUNT!r} is unavailable: it needs root to switch to {GRADING_ACCOUNT} "
-                         f"(running as uid {os.geteuid()})")
+        raise SandboxUnavailable(f"sandbox mode {ACCOUNT!r} is unavailable: it needs root to switch to "
+                                 f"{GRADING_ACCOUNT} (running as uid {os.geteuid()})")
     if mode == "user":
         if not root:
-            raise ValueError(f"sandbox mode 'user' is unavailable: it needs root to switch to {GRADING_ACCOUNT} "
-                             f"(running as uid {os.geteuid()}); {INSTALL_HINT} and use mode 'bwrap'")
+            raise SandboxUnavailable(f"sandbox mode 'user' is unavailable: it needs root to switch to "
+                                     f"{GRADING_ACCOUNT} (running as uid {os.geteuid()}); {INSTALL_HINT} and use "
+                                     "mode 'bwrap'")
         if shutil.which("unshare") is None:
-            raise ValueError("sandbox mode 'user' is unavailable: unshare is not on PATH (apt-get install util-linux)")
+            raise SandboxUnavailable("sandbox mode 'user' is unavailable: unshare is not on PATH "
+                                     "(apt-get install util-linux)")
     box = Sandbox(mode, readonly=tuple(readonly))
     if mode != "none":
         problem = box._problem()
         if problem:
             why = (f"the grading account {box.user} cannot run {sys.executable} with its installation (e.g. a "
                    f"0700 /root above it); " if mode == "user" else "")
-            raise ValueError(f"sandbox mode {mode!r} is unavailable: {why}{problem}"
-                             + (f"; {INSTALL_HINT} and use mode 'bwrap'" if mode == "user" else ""))
+            raise SandboxUnavailable(f"sandbox mode {mode!r} is unavailable: {why}{problem}"
+                                     + (f"; {INSTALL_HINT} and use mode 'bwrap'" if mode == "user" else ""))
     return box
 
 

@@ -16,7 +16,11 @@
 ``rnn_traffic``     bytes and time per RNN step, standard vs persistent; what fits on chip
 ``bench``           ``scaledl bench``: check every variant, then time it against CuPy baselines (GPU only)
 ``static_report``   ``scaledl kernels report``: registers, spills, occupancy, inner loop, without a GPU
-``static_record``   that report recorded in the package (sm_90), for machines without ptxas; live or recorded
+``static_record``   that report recorded in the package (sm_90), for machines without ptxas; live or recorded;
+                    ``run_from_args``, the command itself
+``kernel_model``    a GEMM kernel's fraction of the FP32 peak from its static facts: issue, latency and
+                    bandwidth ceilings, held against the H200 run
+``bench_timing``    what bench and bench_sections share: rows, targets, CUDA-event timing, the check
 ``launch_table``    every kernel the book launches on a GPU, at its GPU launch shape (the report's list)
 ``sass``            reading ``ptxas -v`` and ``nvdisasm`` output: resources, loops, loads in flight
 ==================  ===========================================================================

@@ -221,3 +221,22 @@ def fma_throughput(n_threads: int, n_iter: int, *, x0: float = 0.0, b: float = 1
     blocks = (n_threads + tpb - 1) // tpb
     fma_kernel[blocks, tpb](out, np.int32(n_iter), np.float32(x0), np.float32(b), np.float32(c))
     return out
+
+
+def measure_triad_GBps(n: int = 2**26, repeats: int = 20) -> float:
+    """Bandwidth of the triad stream kernel on the GPU in use, GB/s (chapter 03's measured roofline:
+    :func:`scaledl.perf.roofline.current_gpu_roofline`)."""
+    from scaledl.kernels.bench_timing import time_ms
+
+    b, c, dst = (cuda.to_device(np.ones(n, np.float32)) for _ in range(3))
+    t_ms = time_ms(lambda: triad(dst, b, c, 2.0), repeats)
+    return stream_bytes("triad", n) / (t_ms * 1e-3) / 1e9
+
+
+def measure_fma_TFLOPS(n_threads: int = 2**21, n_iter: int = 4096, repeats: int = 10) -> float:
+    """FP32 FMA throughput of :func:`fma_throughput` on the GPU in use, TFLOP/s."""
+    from scaledl.kernels.bench_timing import time_ms
+
+    out = cuda.device_array(n_threads, np.float32)
+    t_ms = time_ms(lambda: fma_throughput(n_threads, n_iter, out=out), repeats)
+    return fma_flops(n_threads, n_iter) / (t_ms * 1e-3) / 1e12

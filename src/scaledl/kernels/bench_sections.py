@@ -33,7 +33,9 @@ import statistics
 import numpy as np
 
 import scaledl.device
-from scaledl.kernels.bench import TARGETS, NotQueued, Row, _check, _poison, time_ms, time_queued_ms
+from scaledl.kernels.bench_timing import TARGETS, NotQueued, Row, time_ms, time_queued_ms
+from scaledl.kernels.bench_timing import check_close as _check
+from scaledl.kernels.bench_timing import poison as _poison
 
 QUANTIZE_BLOCK = 2**20  # distinct random inputs of the quantize check, repeated up to the stream size
 

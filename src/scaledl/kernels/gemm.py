@@ -52,10 +52,10 @@ import numpy as np
 import scaledl.device  # noqa: F401  (takes the backend decision before numba.cuda is imported)
 from numba import cuda, float32
 
-from scaledl.kernels.gemm_ladder import (LADDER_FACTORIES, fixed_loads_kernel, index32_kernel,  # noqa: F401
+from scaledl.kernels.gemm_ladder import (LADDER_FACTORIES, PAD, fixed_loads_kernel, index32_kernel,  # noqa: F401
                                          prefetch_kernel, unroll_k_kernel, vec4_kernel)
 
-# In ladder order; the last is the fastest the book's model predicts (scaledl.perf.kernel_model).
+# In ladder order; the last is the fastest the book's model predicts (scaledl.kernels.kernel_model).
 VARIANTS = ("naive", "tiled", "regblock", "fixed_loads", "index32", "vec4", "unroll_k", "prefetch")
 LADDER = VARIANTS[3:]  # v4 on: v3's tiling, one change each
 
@@ -129,10 +129,7 @@ DEFAULT_TILING = {
                   **{v: Vec4Config(16, 16, 8, 2, 2) for v in ("vec4", "unroll_k", "prefetch")}},
 }
 NAIVE_BLOCK = (16, 16)  # threads per block of v1 (x along columns of C, so a warp reads B coalesced)
-# v3 on: spare columns of the transposed A tile sA (block_k x (block_m + PAD)), so that the threads storing
-# neighbouring k of one row of A write to different shared-memory banks; a multiple of 4, so rows of sA stay
-# 16-byte aligned for v6's 128-bit shared loads. A tile pair takes 4 (block_k (block_m + PAD) + block_k block_n) bytes.
-PAD = 4
+# PAD (v3 on: spare columns of the transposed A tile) is defined in gemm_ladder, which v3 to v8 share.
 
 
 # ------------------------------------------------------------------------------------------------ v1

@@ -6,7 +6,7 @@ reasons come from the first H200 run (docs/gpu-runs/2026-11-26-nvidia-h200: v3 a
 registers, 8 warps per SM, stalled on global loads) and from ``scaledl kernels report``, which shows what the
 compiler made of each (:mod:`scaledl.kernels.static_report`). :mod:`scaledl.kernels.gemm` holds the
 reference, v1 to v3, the tiling configs and the launcher, which runs these too (``variant="prefetch"``);
-:mod:`scaledl.perf.kernel_model` predicts their speed.
+:mod:`scaledl.kernels.kernel_model` predicts their speed.
 
 Two things Numba does differently from CUDA C, each used once: indices are 64-bit and signed unless made
 ``uint32`` (v5), and a 128-bit load needs :func:`scaledl.kernels.vector_load.load4` (v6). The kernels call no
@@ -24,7 +24,13 @@ from numba import cuda, float32, uint32
 from scaledl.kernels.vector_load import load4_guarded
 
 __all__ = ["fixed_loads_kernel", "index32_kernel", "vec4_kernel", "unroll_k_kernel", "prefetch_kernel",
-           "LADDER_FACTORIES"]
+           "LADDER_FACTORIES", "PAD"]
+
+# v3 on (gemm.regblock_kernel and every variant here): spare columns of the transposed A tile sA
+# (block_k x (block_m + PAD)), so that the threads storing neighbouring k of one row of A write to different
+# shared-memory banks; a multiple of 4, so rows of sA stay 16-byte aligned for v6's 128-bit shared loads. A tile
+# pair takes 4 (block_k (block_m + PAD) + block_k block_n) bytes. gemm.PAD is this.
+PAD = 4
 
 
 # ------------------------------------------------------------------------------------------------ v4
@@ -39,7 +45,6 @@ def fixed_loads_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, 
     BM, BN, BK, TM, TN = block_m, block_n, block_k, thread_m, thread_n
     RM, RN = BM // TM, BN // TN
     NT = RM * RN
-    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
 
     SA_COLS = BM + PAD
     LOADS_A = (BM * BK + NT - 1) // NT  # elements of each tile a thread copies (the last trip may be short)
@@ -113,7 +118,6 @@ def index32_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thre
     BM, BN, BK, TM, TN = block_m, block_n, block_k, thread_m, thread_n
     RM, RN = BM // TM, BN // TN
     NT = RM * RN
-    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
 
     SA_COLS = BM + PAD
     LOADS_A = (BM * BK + NT - 1) // NT
@@ -192,7 +196,6 @@ def vec4_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thread_
     NT = RM * RN
     HM, HN = TM // 2, TN // 2
     HALF_M, HALF_N = BM // 2, BN // 2
-    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
 
     SA_COLS = BM + PAD
     KQ, NQ = BK // 4, BN // 4  # float4s along a row of the A tile / of the B tile
@@ -282,7 +285,6 @@ def unroll_k_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thr
     NT = RM * RN
     HM, HN = TM // 2, TN // 2
     HALF_M, HALF_N = BM // 2, BN // 2
-    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
 
     SA_COLS = BM + PAD
     KQ, NQ = BK // 4, BN // 4
@@ -375,7 +377,6 @@ def prefetch_kernel(block_m: int, block_n: int, block_k: int, thread_m: int, thr
     NT = RM * RN
     HM, HN = TM // 2, TN // 2
     HALF_M, HALF_N = BM // 2, BN // 2
-    from scaledl.kernels.gemm import PAD  # v3's padding (gemm imports this module: not at the top)
 
     SA_COLS = BM + PAD
     KQ, NQ = BK // 4, BN // 4

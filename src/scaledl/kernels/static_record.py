@@ -22,6 +22,7 @@ import dataclasses
 import importlib.metadata
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from scaledl.kernels import occupancy as occ
 from scaledl.kernels import sass
 from scaledl.kernels import static_report as sr
 
-__all__ = ["RECORD_FILES", "SCHEMA", "StaticFacts", "toolchain", "write", "recorded", "static_facts"]
+__all__ = ["RECORD_FILES", "SCHEMA", "StaticFacts", "toolchain", "write", "recorded", "static_facts", "run_from_args"]
 
 SCHEMA = "scaledl-static-report/1"
 RECORD_FILES = {"sm_90": Path(__file__).with_name("static_report_sm90.json")}  # the H100/H200 of the GPU runs
@@ -182,3 +183,38 @@ def static_facts(only=None, arch: str = "sm_90") -> StaticFacts:
     except ValueError:  # no record of this architecture, or of one of these kernels
         same = None
     return StaticFacts(reports, arch, toolchain(), False, matches_record=same)
+
+
+def run_from_args(args) -> int:
+    """``scaledl kernels report`` (the arguments are defined in :mod:`scaledl.cli`; here, not in
+    :mod:`~scaledl.kernels.static_report`, which this module imports): the table, then the GEMM
+    model's predictions for the GEMM variants in it (sm_90 only: the model is of an H200)."""
+    if args.list:
+        print("\n".join(e.name for e in sr.kernel_table()))
+        return 0
+    if getattr(args, "write_record", False):
+        print(f"wrote {write(args.arch)}")
+        return 0
+    if getattr(args, "recorded", False):
+        facts = recorded(args.only, args.arch)
+        reports, source = list(facts.reports), f", recorded in the package with {facts.tools_line}"
+    else:
+        try:
+            reports, source = sr.report(args.only, args.arch, save_dir=args.save), ""
+        except sr.ToolsMissing as err:
+            print(f"scaledl: cannot make the static report: {err} (--recorded prints the report recorded in the "
+                  f"package)", file=sys.stderr)
+            return 3
+    sm = sr.ARCHS[args.arch]
+    print(f"Static report for {args.arch}{source} (SM limits of the {sm.name}: {sm.registers} registers, "
+          f"{sm.max_threads} threads, {sm.shared_bytes} bytes of shared memory)\n")
+    print(sr.format_table(reports))
+    gemm = [r for r in reports if r.name.startswith("gemm_v") and not r.error]
+    if gemm and args.arch == "sm_90":
+        from scaledl.kernels import kernel_model as km
+
+        predictions = [km.predict(km.gemm_facts(r, r.name.split("_", 2)[2])) for r in gemm]
+        print(f"\nPredicted at 4096^3 on an H200 (scaledl.kernels.kernel_model; expected = ceiling x "
+              f"{km.CALIBRATION:.2f}, cuBLAS = {km.CUBLAS_TFLOPS:.1f} TFLOP/s of {km.PEAK_TFLOPS:.0f})\n")
+        print(km.format_predictions(predictions))
+    return 1 if any(r.error for r in reports) else 0

@@ -42,7 +42,7 @@ from scaledl.kernels.launch_table import kernel_table
 
 __all__ = ["ToolsMissing", "kernel_table", "ARCHS", "find_tool", "tool_versions", "KernelReport",
            "report", "assemble_ptx", "sm_occupancy", "COLUMNS", "rows", "format_table", "changed",
-           "run_from_args"]
+]
 
 
 class ToolsMissing(RuntimeError):
@@ -379,45 +379,3 @@ def changed(before: KernelReport, after: KernelReport, columns=COLUMNS[1:]) -> l
     if "error" in a or "error" in b:
         raise ValueError(f"before/after: {before.name if 'error' in a else after.name} failed to compile, no facts")
     return [(c, a[c], b[c]) for c in columns if a[c] != b[c]]
-
-
-def run_from_args(args) -> int:
-    """``scaledl kernels report`` (the arguments are defined in :mod:`scaledl.cli`): the table, then the GEMM
-    model's predictions for the GEMM variants in it (sm_90 only: the model is of an H200)."""
-    from scaledl.kernels import static_record
-
-    if args.list:
-        print("\n".join(e.name for e in kernel_table()))
-        return 0
-    if getattr(args, "write_record", False):
-        print(f"wrote {static_record.write(args.arch)}")
-        return 0
-    if getattr(args, "recorded", False):
-        facts = static_record.recorded(args.only, args.arch)
-        reports, source = list(facts.reports), f", recorded in the package with {facts.tools_line}"
-    else:
-        try:
-            reports, source = report(args.only, args.arch, save_dir=args.save), ""
-        except ToolsMissing as err:
-            print(f"scaledl: cannot make the static report: {err} (--recorded prints the report recorded in the "
-                  f"package)", file=sys.stderr)
-            return 3
-    sm = ARCHS[args.arch]
-    print(f"Static report for {args.arch}{source} (SM limits of the {sm.name}: {sm.registers} registers, "
-          f"{sm.max_threads} threads, {sm.shared_bytes} bytes of shared memory)\n")
-    print(format_table(reports))
-    gemm = [r for r in reports if r.name.startswith("gemm_v") and not r.error]
-    if gemm and args.arch == "sm_90":
-        from scaledl.perf import kernel_model as km
-
-        predictions = [km.predict(km.gemm_facts(r, r.name.split("_", 2)[2])) for r in gemm]
-        print(f"\nPredicted at 4096^3 on an H200 (scaledl.perf.kernel_model; expected = ceiling x "
-              f"{km.CALIBRATION:.2f}, cuBLAS = {km.CUBLAS_TFLOPS:.1f} TFLOP/s of {km.PEAK_TFLOPS:.0f})\n")
-        print(km.format_predictions(predictions))
-    return 1 if any(r.error for r in reports) else 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    from scaledl.cli import main
-
-    sys.exit(main(["kernels", "report", *sys.argv[1:]]))

@@ -79,7 +79,8 @@ def marks(nb: dict) -> set[str]:
 
 def catalogue(book) -> dict:
     """What :data:`CATALOGUE` holds, made from the book's lab solutions: per lab its student file's name, its tasks
-    (from the solution markers) and its marks. ``python -m scaledl.labs.handin --write-catalogue`` writes it."""
+    (from the solution markers) and its marks. ``scaledl book execute LAB`` writes it
+    (:func:`scaledl.book.student_copy.write_handin_catalogue`); this module never imports the book's tools."""
     out = {}
     for e in book.entries:
         if e.kind != "lab" or not e.validated:
@@ -261,6 +262,8 @@ def check_before_hand_in(lab: str, namespace: dict | None = None, *, path=None, 
     for t in h.unanswered:
         say(f"  {t}: not answered (its raise NotImplementedError is still there): it scores 0")
     if namespace is not None:
+        from scaledl.labs import unanswered as U
+
         outcomes = _rerun(namespace)
         for t in cat[lab]["tasks"]:
             if t in h.unanswered:
@@ -271,6 +274,10 @@ def check_before_hand_in(lab: str, namespace: dict | None = None, *, path=None, 
                 say(f"  {t}: its cells have not run in this session: Run All (Run > Run All Cells), then this cell")
             elif got == "passed":
                 say(f"  {t}: its visible check passes (the hidden tests use new inputs)")
+            elif got == U.NOT_ANSWERED:
+                say(f"  {t}: {got}: its cells stop at raise NotImplementedError; it scores 0")
+            elif got.startswith("stopped: "):
+                say(f"  {t}: its cells {got}")
             else:
                 say(f"  {t}: its visible check {got}")
     if h.ready:
@@ -284,21 +291,11 @@ def check_before_hand_in(lab: str, namespace: dict | None = None, *, path=None, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m scaledl.labs.handin FILE [--lab labNN]``: check a downloaded notebook before handing it in;
-    ``--write-catalogue``: (authors) rewrite :data:`CATALOGUE` from the book's lab solutions."""
+    """``python -m scaledl.labs.handin FILE [--lab labNN]``: check a downloaded notebook before handing it in."""
     p = argparse.ArgumentParser(prog="python -m scaledl.labs.handin", description=main.__doc__)
-    p.add_argument("file", nargs="?", help="the notebook you will hand in")
+    p.add_argument("file", help="the notebook you will hand in")
     p.add_argument("--lab", help="the lab it is for (default: from the file's name)")
-    p.add_argument("--write-catalogue", action="store_true", help="authors: rewrite handin_labs.json")
     args = p.parse_args(argv)
-    if args.write_catalogue:
-        from scaledl.book.toc import load
-
-        CATALOGUE.write_text(json.dumps(catalogue(load()), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        print(f"wrote {CATALOGUE}")
-        return 0
-    if not args.file:
-        p.error("FILE is needed (or --write-catalogue)")
     lab = args.lab or title_of(args.file)
     if lab is None:
         p.error(f"--lab is needed: {args.file!r} does not start with a lab id such as lab02_")

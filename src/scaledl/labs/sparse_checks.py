@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from scaledl.labs.check import FLOAT32_EPS, CheckResult, check_kernel
 from scaledl.labs.hints import hint
-from scaledl.sparsity.masks import kept_count, magnitude_mask, nm_mask
+from scaledl.sparsity.masks import magnitude_mask, nm_mask
 from scaledl.sparsity.nm import compress_nm
 
 SHOWN = 5

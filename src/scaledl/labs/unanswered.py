@@ -1,6 +1,6 @@
 """Run All through a student's lab: a task not answered yet says so in its own cells, and the rest runs.
 
-A student copy stubs every answer with ``raise NotImplementedError("Task 2.1")`` (:mod:`scaledl.labs.release`).
+A student copy stubs every answer with ``raise NotImplementedError("Task 2.1")`` (:mod:`scaledl.book.student_copy`).
 Left bare, the first stub a cell reaches would raise, and JupyterLab's *Run All* would stop there with the error
 scrolled out of sight, so later sections that do not depend on the task would never run. The cells that run a
 task's answer (its check, a factory call, a plot of its results) therefore sit in a ``with`` block::

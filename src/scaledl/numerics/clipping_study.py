@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from scaledl.numerics import mx_quantize, nvfp4_quantize, octav_clip, quantize
+from scaledl.numerics import mx_quantize, nvfp4_quantize, quantize
 
 __all__ = ["clip_noise_split", "model_noise", "equivalent_bits", "fake_quant", "GRANULARITIES", "CLIPPINGS",
            "SCHEMES", "scheme_label", "granularity_gains", "quantized_accuracy", "accuracy_over_seeds",

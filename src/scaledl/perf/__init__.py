@@ -14,12 +14,12 @@
 ``warp_ctc``       warp-ctc's README timings: speedup ranges over Eesen and Theano, against seed 001's "100-400X"
 ``cluster``        DGX POD sizing (rack units, power, experiment hours, developers), Saturn V, input bandwidth,
                    FPGA vs ASIC measurements, the int4 accelerator's efficiency points
-``interconnect``   one DGX-2 against two DGX-1 (bisection, all-reduce, all-to-all, Amdahl), CPU-GPU links
-                   (PCIe against POWER9's NVLink 2)
 ``frameworks``     NVIDIA's 2018 framework table as data, with dated, sourced corrections
-``kernel_model``   a GEMM kernel's fraction of the FP32 peak from its static facts: issue, latency and
-                   bandwidth ceilings, held against the H200 run
 =================  ===================================================================================
+
+``interconnect`` moved to :mod:`scaledl.comm.interconnect` and ``kernel_model`` to
+:mod:`scaledl.kernels.kernel_model` (ARCHITECTURE.md: ``perf`` imports neither ``comm`` nor ``kernels``); their old
+names remain for notebooks released before the move.
 
 The submodules are imported on demand (``from scaledl.perf import hardware``), so importing this package
 costs nothing.

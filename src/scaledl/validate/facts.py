@@ -18,7 +18,8 @@ def collect() -> dict:
 
     Also runs the doctor's kernel smoke test; ``smoke_ok`` False means kernels cannot launch here at all.
     """
-    from scaledl.cli import _version, smoke_test
+    from scaledl.doctor import smoke_test
+    from scaledl.doctor import version as _version
 
     d = device.decide(announce=False)
     facts = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),

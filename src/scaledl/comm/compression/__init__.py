@@ -17,7 +17,7 @@ name                      what (module)                                   option
 ========================  ==============================================  ==========================
 
 Every compressor also takes ``seed``. :mod:`.reducer` makes them the reducer of data-parallel training;
-:mod:`scaledl.comm.sparse_allreduce` reduces sparse messages SparCML's way.
+:mod:`scaledl.comm.compression.sparse_allreduce` reduces sparse messages SparCML's way.
 
 >>> import numpy as np
 >>> c = make_compressor("topk", ratio=0.25)

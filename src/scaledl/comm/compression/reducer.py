@@ -78,7 +78,7 @@ class CompressedReducer:
     def exchange_time_s(self, *, alpha: float, beta: float) -> list[float]:
         """Seconds each step's exchange takes under the alpha-beta model: a ring all-gather of the messages,
         each padded to the step's largest (compressed messages cannot be summed on the way, as a ring
-        all-reduce sums dense blocks; :mod:`scaledl.comm.sparse_allreduce` is the alternative)."""
+        all-reduce sums dense blocks; :mod:`scaledl.comm.compression.sparse_allreduce` is the alternative)."""
         p = len(self.compressors)
         return [float(allgather_time("ring", p, p * max(s), alpha=alpha, beta=beta)) for s in self.step_nbytes]
 

@@ -237,7 +237,7 @@ def sparse_fill_in(n: int, ranks, densities, *, seed: int = 0) -> list[tuple]:
     uniformly chosen elements), against the dense all-reduces: rows of (p, density, sparse bytes,
     dense recursive-doubling bytes, dense ring bytes, density of the result, rounds sent dense), bytes summed
     over all ranks."""
-    from scaledl.comm.sparse_allreduce import sparse_allreduce
+    from scaledl.comm.compression.sparse_allreduce import sparse_allreduce
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -263,9 +263,9 @@ def dgc_fill_in(data, *, workers: int = 8, ratio: float = 0.01, epochs: int = 2,
     Trains the MLP with DGC (no warm-up) and keeps the messages of the last exchange; each worker's
     messages, concatenated over the tensors, is one sparse vector. Returns the nonzeros per worker, and for
     the real vectors and for random supports with the same nonzeros per worker: the nonzeros of the sum and
-    the bytes of :func:`~scaledl.comm.sparse_allreduce.sparse_allreduce`.
+    the bytes of :func:`~scaledl.comm.compression.sparse_allreduce.sparse_allreduce`.
     """
-    from scaledl.comm.sparse_allreduce import sparse_allreduce
+    from scaledl.comm.compression.sparse_allreduce import sparse_allreduce
     from scaledl.nn import SGD, mlp, train
 
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 2:
@@ -357,7 +357,7 @@ def time_view(summaries: list[Summary], *, bandwidth_Gbps: float = 1.0, latency_
 def fill_in_view(ranks: int = 8, density_percent: float = 1.0, n: int = 100_000) -> str:
     """Text: bytes of one sparse all-reduce of random supports (SparCML recursive doubling) against the dense
     ring, round by round."""
-    from scaledl.comm.sparse_allreduce import break_even_density, sparse_allreduce
+    from scaledl.comm.compression.sparse_allreduce import break_even_density, sparse_allreduce
 
     if not (0 < density_percent <= 100):
         raise ValueError(f"density_percent must be in (0, 100], got {density_percent!r}")

@@ -45,7 +45,7 @@ def _policy_table(rng, n: int, max_batches) -> list:
 
 
 def _table_judge(name: str, spec, rows, got, title: str) -> None:
-    from scaledl.serve.hook import policy_hint
+    from scaledl.labs.batch_checks import policy_hint
 
     for (w, busy, mb), g in zip(rows, got):
         want = spec(w, busy, mb)

@@ -1,0 +1,118 @@
+"""ARCHITECTURE.md, enforced: pyproject.toml's import-linter contracts (layers, no cycles) hold for the package,
+and each fails, naming the import, when a bad import is planted in a copy of it. The old names that released
+notebooks import still work."""
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the shared tracked module
+from tracked import copy_tracked  # noqa: E402
+
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def lint(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
+    if not LINT.exists():
+        pytest.fail(f"{LINT} not found: import-linter is in the [dev] extra (pip install -e '.[dev]')")
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run([str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_package_keeps_its_contracts():
+    r = lint(ROOT)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert "2 kept, 0 broken" in r.stdout
+
+
+@pytest.fixture
+def copy_of_the_package(tmp_path):
+    """src/scaledl and pyproject.toml copied, so a bad import can be planted without touching the checkout."""
+    copy_tracked(tmp_path, "src/scaledl", "pyproject.toml")
+    return tmp_path
+
+
+def _plant(root: Path, module: str, line: str) -> None:
+    where = root / "src" / module.replace(".", "/")
+    path = where / "__init__.py" if where.is_dir() else where.with_suffix(".py")
+    path.write_text(path.read_text() + f"\n{line}  # planted by tests/unit/test_architecture.py\n")
+
+
+def test_an_upward_import_breaks_the_layers_naming_it(copy_of_the_package):
+    _plant(copy_of_the_package, "scaledl.nn", "from scaledl import cli")
+    r = lint(copy_of_the_package, copy_of_the_package / "src")
+    assert r.returncode != 0
+    assert "scaledl.nn is not allowed to import scaledl.cli" in r.stdout
+    assert "scaledl.nn -> scaledl.cli" in r.stdout
+
+
+def test_a_lazy_import_counts_too(copy_of_the_package):
+    _plant(copy_of_the_package, "scaledl.perf.hardware", "def _f():\n    from scaledl.kernels import gemm")
+    r = lint(copy_of_the_package, copy_of_the_package / "src")
+    assert r.returncode != 0 and "scaledl.perf.hardware -> scaledl.kernels.gemm" in r.stdout
+
+
+def test_a_cycle_inside_an_area_breaks_the_build(copy_of_the_package):
+    # book.check imports book.journey; the reverse closes a cycle (the one this contract was written after)
+    _plant(copy_of_the_package, "scaledl.book.journey", "def _f():\n    from scaledl.book import check")
+    r = lint(copy_of_the_package, copy_of_the_package / "src")
+    assert r.returncode != 0
+    assert "No cycles are allowed in scaledl.book" in r.stdout
+
+
+def test_the_names_released_notebooks_import_still_work(monkeypatch):
+    """Chapters 03, 04, 12, 19 and labs 02 and 07 as students got them before the moves."""
+    from scaledl.cli import doctor  # noqa: F401  (chapter 00)
+    from scaledl.comm import interconnect
+    from scaledl.kernels import bandwidth, kernel_model
+    from scaledl.perf import interconnect as old_ic
+    from scaledl.perf import kernel_model as old_km
+    from scaledl.perf import roofline
+    from scaledl.serve.hook import batch_dispatch_spec, check_batch_policy, policy_hint
+
+    assert old_km.predict is kernel_model.predict and old_km.PEAK_TFLOPS == kernel_model.PEAK_TFLOPS
+    assert old_ic.__all__ == interconnect.__all__
+    assert all(getattr(old_ic, n) is getattr(interconnect, n) for n in interconnect.__all__)
+    monkeypatch.setattr(bandwidth, "measure_triad_GBps", lambda n, repeats: ("triad", n, repeats))
+    monkeypatch.setattr(bandwidth, "measure_fma_TFLOPS", lambda t, i, repeats: ("fma", t, i, repeats))
+    assert roofline.measure_triad_GBps(97, 2) == ("triad", 97, 2)  # on a GPU: tests/sim runs both for real
+    assert roofline.measure_fma_TFLOPS(40, 8, 1) == ("fma", 40, 8, 1)
+    assert check_batch_policy(batch_dispatch_spec, n_requests=300, report=io.StringIO()).passed
+    assert policy_hint(3, True, 5, 3, 0).startswith("dispatching while busy")
+
+
+def test_every_area_has_a_layer_and_a_line_on_the_map():
+    """A new area (a folder or a top-level module of src/scaledl) must be placed in the layers and in
+    ARCHITECTURE.md; a name that left the package must leave both."""
+    import re
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["id"] == "layers")["layers"]
+    placed = {m.strip() for layer in layers for m in re.split(r"[|:]", layer)}
+    package = ROOT / "src" / "scaledl"
+    areas = {f"scaledl.{p.name}" for p in package.iterdir() if (p / "__init__.py").is_file()}
+    areas |= {f"scaledl.{p.stem}" for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    assert areas == placed, f"in the package, not in a layer: {sorted(areas - placed)}; " \
+                            f"in a layer, not in the package: {sorted(placed - areas)}"
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    missing = [a for a in sorted(areas) if f"`{a.split('.', 1)[1]}`" not in text]
+    assert not missing, f"ARCHITECTURE.md does not place {missing}"
+
+
+def test_ruff_finds_no_pyflakes_error():
+    """pyproject.toml's [tool.ruff]: no unused import or variable, no undefined name, no redefinition."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.fail(f"{ruff} not found: ruff is in the [dev] extra (pip install -e '.[dev]')")
+    r = subprocess.run([str(ruff), "check", "--no-cache", "src", "tests", "tools"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
