@@ -147,11 +147,15 @@ test-cluster: $(STAMP)
 # autograder as Gradescope runs it (setup.sh's virtual environment, then run_autograder on ordinary and hostile
 # submissions; tests/grading/test_gradescope_container.py) and a class of 300 notebooks of lab07 (the cheapest lab to
 # grade) graded with --jobs 2 (tests/grading/test_class_scale.py), and nbgrader 0.9's own release/collect/export
-# flow end to end (tests/grading/test_nbgrader_course.py). They skip unless SCALEDL_TEST_SCALE=1.
+# flow end to end (tests/grading/test_nbgrader_course.py), and the hostile corpus of labs 04-06
+# (tests/grading/test_hostile.py; lab03's runs in make test). They skip unless SCALEDL_TEST_SCALE=1.
 test-scale: $(STAMP)
 	start=$$(date +%s); \
 	SCALEDL_TEST_SCALE=1 SCALEDL_BACKEND=simulator $(PY) -m pytest tests/grading/test_gradescope_container.py \
-		tests/grading/test_nbgrader_course.py tests/grading/test_class_scale.py -v -s --durations=10; \
+		tests/grading/test_nbgrader_course.py tests/grading/test_class_scale.py \
+		"tests/grading/test_hostile.py::test_hostile_corpus[lab04]" \
+		"tests/grading/test_hostile.py::test_hostile_corpus[lab05]" \
+		"tests/grading/test_hostile.py::test_hostile_corpus[lab06]" -v -s --durations=10; \
 	status=$$?; echo "make test-scale: wall time $$(( $$(date +%s) - start )) s (exit status $$status)"; exit $$status
 
 # Not part of `make test` (CI runs it after): two more virtual environments in .venv-compat, one with every

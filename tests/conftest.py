@@ -91,8 +91,8 @@ def write_book(tmp_path):
 #   submission that cleared its environment) as their own, and RLIMIT_NPROC is per account, so two batches at
 #   once could kill or count each other's processes.
 # * "mpi": the test files, notebooks and emulated-CPU re-executions that start mpiexec (up to 4 busy-polling
-#   ranks each): two at once on two cores would push them past their timeouts. tests/cluster is one of them
-#   (about 70 s as root: its ranks run in network namespaces, and it times them against the simulator).
+#   ranks each): two at once on two cores would push them past their timeouts. tests/cluster (make
+#   test-cluster) is one of them (about 70 s as root: its ranks run in network namespaces, timed against netsim).
 # * "browser": tests/browser, so one JupyterLab server and one static-book build serve the whole tier.
 # * any other notebook (its nbval items: one kernel runs the cells in order) or test file, so module- and
 #   session-scoped fixtures are built once;
@@ -107,7 +107,7 @@ def write_book(tmp_path):
 # Seconds on two busy cores (CI, and this machine's runs of the tiers) of the long units, for a clean clone
 # that has no record; other notebooks are estimated from their book.toml sim_budget_s, other tests at a
 # fraction of a second each. Only their order matters.
-ESTIMATED_S = {"sandbox": 450.0, "mpi": 270.0, "browser": 120.0, "tests/packaging/test_wheel.py": 100.0,
+ESTIMATED_S = {"sandbox": 250.0, "mpi": 200.0, "browser": 120.0, "tests/packaging/test_wheel.py": 100.0,
                "tests/sim/test_validate_sim.py": 80.0}
 NOTEBOOK_SHARE = 0.13  # seconds per second of sim_budget_s (CI: nbval 440 s / 3720 s, emulated 258 s / 1890 s)
 PER_TEST_S = 0.2

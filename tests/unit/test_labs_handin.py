@@ -133,3 +133,17 @@ def test_no_file_found_says_how_to_check_a_download(monkeypatch, tmp_path, capsy
     out = capsys.readouterr().out
     assert h.file is None and "python -m scaledl.labs.handin lab02_tiled_gemm.ipynb" in out
     assert "Not checked" in out
+
+
+def test_a_book_elsewhere_never_rewrites_the_packages_catalogue(tmp_path):
+    """`scaledl book execute` on another book (a test's temporary one, a fork run against an installed package)
+    must not replace the catalogue the package ships: a clean clone's `make test` once left it holding one lab."""
+    import types
+
+    from scaledl.book.student_copy import write_handin_catalogue
+
+    before = H.CATALOGUE.read_bytes()
+    assert write_handin_catalogue(types.SimpleNamespace(root=tmp_path, entries=[])) is False
+    assert H.CATALOGUE.read_bytes() == before
+    assert write_handin_catalogue(BOOK) is False  # the book's own: already current
+    assert H.CATALOGUE.read_bytes() == before

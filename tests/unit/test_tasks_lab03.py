@@ -1,5 +1,8 @@
 """Lab 03's graded tasks: each judge accepts a correct answer, rejects the classic bugs and hostile results."""
 
+import sys
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -7,6 +10,9 @@ import pytest
 from scaledl.course import exchange
 from scaledl.course.tasks import get
 from scaledl.numerics import encode, octav_clip, quantize
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared task_helpers module
+from task_helpers import graded, rejected  # noqa: E402
 
 SEEDS = (0, 1, 2)
 
@@ -46,16 +52,11 @@ CORRECT = {
 
 
 def _run(grade_id, ns, seed=0):
-    """Inputs for ``seed``, the namespace's outputs, both as the grader reads them back."""
-    task = get("lab03", grade_id)
-    inp = exchange.roundtrip(task.make_inputs(np.random.default_rng(seed)))
-    return task, inp, exchange.roundtrip(task.produce(ns, inp))
+    return graded("lab03", grade_id, ns, seed)
 
 
 def _rejects(grade_id, ns, match, seed=0):
-    task, inp, out = _run(grade_id, ns, seed)
-    with pytest.raises(AssertionError, match=match):
-        task.judge(inp, out)
+    rejected(*_run(grade_id, ns, seed), match)
 
 
 # (a) a correct answer passes on several seeds, and at the notebook's own local seed

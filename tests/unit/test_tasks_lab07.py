@@ -1,5 +1,8 @@
 """Lab 07's graded tasks: each judge accepts a correct answer, rejects the classic bugs and hostile results."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -7,6 +10,9 @@ from scaledl.course import exchange
 from scaledl.course.tasks import get
 from scaledl.serve import eager_steady_batch, max_rate_at_slo, md1_mean_wait_s
 from scaledl.serve.hook import batch_dispatch_spec, run_policy, single_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared task_helpers module
+from task_helpers import graded, rejected  # noqa: E402
 
 SEEDS = (0, 1, 2)
 
@@ -41,15 +47,11 @@ CORRECT = {
 
 
 def _run(grade_id, ns, seed=0):
-    task = get("lab07", grade_id)
-    inp = exchange.roundtrip(task.make_inputs(np.random.default_rng(seed)))
-    return task, inp, exchange.roundtrip(task.produce(ns, inp))
+    return graded("lab07", grade_id, ns, seed)
 
 
 def _rejects(grade_id, ns, match, seed=0):
-    task, inp, out = _run(grade_id, ns, seed)
-    with pytest.raises(AssertionError, match=match):
-        task.judge(inp, out)
+    rejected(*_run(grade_id, ns, seed), match)
 
 
 # (a) a correct answer passes on several seeds and at the notebook's local seed

@@ -216,10 +216,15 @@ def check_student_version(book, entry) -> list[str]:
 def write_handin_catalogue(book) -> bool:
     """Rewrite :data:`scaledl.labs.handin.CATALOGUE` (each lab's file, tasks and cell marks, which the labs' *Check
     before you hand in* cell reads) from the book's lab solutions; True when it changed. ``scaledl book execute``
-    calls it after a lab."""
+    calls it after a lab. Only the book whose checkout holds that very file rewrites it: a book elsewhere (a test's
+    temporary book, a fork executed against an installed package) changes nothing."""
     import json
 
     from scaledl.labs import handin
+
+    own = Path(book.root) / "src" / "scaledl" / "labs" / handin.CATALOGUE.name
+    if not own.is_file() or own.resolve() != handin.CATALOGUE.resolve():
+        return False
 
     text = json.dumps(handin.catalogue(book), indent=1, sort_keys=True) + "\n"
     if handin.CATALOGUE.exists() and handin.CATALOGUE.read_text(encoding="utf-8") == text:
