@@ -138,14 +138,6 @@ def test_task_3_1_rejects_the_median_and_the_capacity():
     _rejects("task_3_1", {"max_users": lambda policy, svc, slo, mb: mb / svc(mb)}, r"Task 3\.1")
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_task_3_1_rejects_the_p90_on_every_draw(seed):
-    """The classic near-miss, the SLO read at p90: every draw of the inputs must catch it, not four in five (the
-    class-scale test found 6 of 30 such notebooks with full marks when the objective was 2 to 4 batches long)."""
-    p90 = lambda policy, svc, slo, mb: _users_bisect(policy, svc, slo, mb, q=90.0)
-    _rejects("task_3_1", {"max_users": p90}, r"Task 3\.1: service .* Yours", seed=seed)
-
-
 # (c) hostile results
 def _junk(value):
     yield "missing", None

@@ -194,11 +194,8 @@ def _steady_judge(inp, out):
 
 def _users_inputs(rng):
     a, c, mb = float(rng.uniform(1e-3, 3e-3)), float(rng.uniform(1e-4, 6e-4)), int(rng.integers(9, 25))
-    # a p98 objective 1.2 to 2 full batches long: tight enough that the answer lies well below capacity, where the
-    # p90 and p98 crossings are at least 3 % apart (2,000 draws), so an answer read at the wrong percentile never
-    # passes the judge's 1 %. With 2 to 4 batches, near the capacity cliff, one draw in five let it through
-    # (tests/grading/test_class_scale.py caught it: 6 of 30 such notebooks got full marks).
-    return {"a_s": a, "c_s": c, "max_batch": mb, "slo_s": float((a + c * mb) * rng.uniform(1.2, 2.0))}
+    # a p98 objective a few full batches long: tight enough that the answer lies well below capacity
+    return {"a_s": a, "c_s": c, "max_batch": mb, "slo_s": float((a + c * mb) * rng.uniform(2.0, 4.0))}
 
 
 def _users_produce(ns, inp):
