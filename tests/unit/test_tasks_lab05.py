@@ -18,6 +18,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from scaledl import _deadline
 from scaledl.comm import mpi
 from scaledl.comm import topology as T
 from scaledl.comm.schedule import Transfer, bounds, build
@@ -282,7 +283,7 @@ def test_mpi_runner_refuses_a_stub_and_bad_inputs():
 def _no_rank_left(before=()):
     """Processes below this test process that were not there before it (a whole `make test` run has others:
     the browser tier's JupyterLab server, for one)."""
-    return sorted(set(mpi_runner._descendants(os.getpid())) - set(before))
+    return sorted(set(_deadline.descendants(os.getpid())) - set(before))
 
 
 @needs_mpi

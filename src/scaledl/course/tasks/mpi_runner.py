@@ -25,7 +25,6 @@ from __future__ import annotations
 import inspect
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scaledl import _deadline
 from scaledl._deadline import Deadline
 from scaledl._optional import install_command
 
@@ -98,40 +98,10 @@ def mpiexec() -> str | None:
     return mpiexec_path()
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (children, their children, ...), from /proc; empty where there is none."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            stat = entry.read_text()
-        except OSError:  # gone since the listing
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the name in (...) may hold spaces
-        children.setdefault(ppid, []).append(int(entry.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
 def kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL ``proc`` (started with ``start_new_session=True``), its process group and every descendant.
-
-    The group alone is not enough: Hydra's proxy and each rank call ``setsid``, so they sit in sessions of
-    their own. The tree is listed before anything is killed, while every rank still has its parent.
-    """
-    below = _descendants(proc.pid)
-    for pid in below:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and whatever stayed in the group start_new_session made
-    except ProcessLookupError:
-        pass
+    """SIGKILL ``proc`` (started with ``start_new_session=True``), its process group and every descendant
+    (:func:`scaledl._deadline.kill_tree`, which the labs' launcher shares), then reap it."""
+    _deadline.kill_tree(proc.pid)
     proc.wait()
 
 
