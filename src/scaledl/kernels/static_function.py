@@ -95,17 +95,7 @@ def _function(func: types.FunctionType, depth: int = 0) -> dict:
 # imported); prints one JSON line: {"ptx": ...}, {"missing": ...} (libNVVM) or {"error": ...} (Numba's).
 _SCRIPT = r'''
 import base64, builtins, importlib, importlib.util, json, marshal, os, pickle, sys, types
-os.environ["SCALEDL_QUIET"] = "1"
-spec = importlib.util.find_spec("scaledl")
-pkg = types.ModuleType("scaledl"); pkg.__path__ = list(spec.submodule_search_locations); sys.modules["scaledl"] = pkg
-import scaledl._compat
-import scaledl.device as d
-d._choose = lambda env: d.Decision("cuda", "forced: compile only", None)
-from numba import cuda, types as nt
-import numba.cuda.dispatcher as dispatcher
-cc = tuple(json.loads(os.environ["SCALEDL_CC"]))
-dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
-
+''' + sr.COMPILE_PREAMBLE + r'''
 
 def value(kind, payload):
     if kind == "module":

@@ -114,8 +114,8 @@ def _require_tools() -> tuple[str, str]:
 # compile), without running scaledl/__init__ (which would decide the backend itself). rnn's grid kernel (its
 # cooperative-groups call) and load4's overload are compiled for the current device's compute capability: with
 # no device, they are told the target's.
-_PTX_SCRIPT = r'''
-import importlib, importlib.util, inspect, json, os, sys, types
+# The start of every compile-only subprocess (here and scaledl.kernels.static_function), after its imports.
+COMPILE_PREAMBLE = r'''
 os.environ["SCALEDL_QUIET"] = "1"
 spec = importlib.util.find_spec("scaledl")
 pkg = types.ModuleType("scaledl"); pkg.__path__ = list(spec.submodule_search_locations); sys.modules["scaledl"] = pkg
@@ -126,7 +126,10 @@ from numba import cuda, types as nt
 import numba.cuda.dispatcher as dispatcher
 cc = tuple(json.loads(os.environ["SCALEDL_CC"]))
 dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
-from scaledl.kernels.launch_table import kernel_table
+'''
+_PTX_SCRIPT = r'''
+import importlib, importlib.util, inspect, json, os, sys, types
+''' + COMPILE_PREAMBLE + r'''from scaledl.kernels.launch_table import kernel_table
 table = {e.name: e for e in kernel_table()}
 compile_options = inspect.signature(cuda.compile_ptx).parameters
 for name in json.loads(os.environ["SCALEDL_KERNELS"]):
