@@ -33,7 +33,6 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -41,107 +40,12 @@ import numpy as np
 
 from scaledl.course import exchange, integrity, nbgrader_exchange, produce, safe_csv, submissions
 from scaledl.course.integrity import meta, test_cells  # noqa: F401  (test_cells: the public name it had here)
+from scaledl.course.lab import (STATUSES, UNTOUCHED, Grade, Lab, handed_out, load_lab,  # noqa: F401  (old home)
+                                note_untouched, untouched)
+from scaledl.course.authoring import mark_answer_cells, new_test_cell  # noqa: F401  (their old home)
 
-STATUSES = ("OK", "REVIEW", "TIMEOUT", "CRASHED", "REJECTED")
-UNTOUCHED = "no task answered: every answer cell is as handed out"
 MAX_NOTEBOOK_BYTES = 20 << 20  # a lab notebook with outputs is < 2 MB; bigger is not a lab
 HIDDEN_NOTE = "# (hidden tests ran here)"
-
-
-@dataclass
-class Grade:
-    student: str
-    path: Path
-    points: dict[str, float] = field(default_factory=dict)
-    messages: dict[str, str] = field(default_factory=dict)
-    status: str = "OK"
-    details: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def total(self) -> float:
-        return sum(self.points.values())
-
-    @property
-    def detail(self) -> str:
-        return "; ".join(self.details)
-
-
-@dataclass
-class Lab:
-    """What grading one lab needs, loaded once per batch in the grader's process."""
-
-    id: str
-    solution: object                 # the instructor's notebook
-    tasks: dict                      # grade_id -> scaledl.course.tasks.Task
-    points: dict[str, float]         # grade_id -> points, from the instructor's cells
-    solutions: dict[str, object]     # every lab's solution, to recognise another lab's notebook
-    stubs: frozenset[str] = frozenset()  # the answer cells as students get them (normalised by _plain_source)
-    written: int = 0                 # markdown answer cells (tagged "answer"): written answers, graded by hand
-
-    @property
-    def maximum(self) -> float:
-        return sum(self.points.values())
-
-
-def _plain_source(source: str) -> str:
-    """A cell's source compared for "as handed out": trailing spaces and blank lines at either end ignored."""
-    return "\n".join(line.rstrip() for line in str(source).strip().splitlines())
-
-
-def handed_out(solution) -> tuple[frozenset[str], int]:
-    """What students get of a solution's answers: the stubbed answer cells' sources (normalised), and the
-    number of markdown answer cells (the Questions' and the tasks' written answers)."""
-    from scaledl.book.student_copy import student_version
-
-    student = student_version(solution)
-    stubs = frozenset(_plain_source(c.source) for c in student.cells
-                      if c.cell_type == "code" and meta(c).get("solution"))
-    written = sum(c.cell_type == "markdown" and "answer" in c.get("metadata", {}).get("tags", [])
-                  for c in student.cells)
-    return stubs, written
-
-
-def untouched(submitted, lab: Lab) -> bool:
-    """True when every answer cell students were given is still in ``submitted`` as it was handed out."""
-    if not lab.stubs:
-        return False
-    sources = {_plain_source(c.get("source", "")) for c in submitted.cells if c.get("cell_type") == "code"}
-    return lab.stubs <= sources
-
-
-def note_untouched(grade: Grade, submitted, lab: Lab) -> None:
-    """Say "no task answered" in the detail of a notebook handed in as it was handed out (rather than an OK
-    with an empty detail). Not when it earned points: a stub left in place with the task answered in a cell of
-    one's own is an answer."""
-    if not grade.total and untouched(submitted, lab):
-        grade.details.append(UNTOUCHED)
-
-
-def load_lab(lab_id: str, book=None) -> Lab:
-    """The lab ``lab_id`` of the book, with its tasks.
-
-    Raises:
-        ValueError: not a lab of the book, planned, or its test cells and task specs disagree.
-    """
-    from scaledl.book.toc import load
-    from scaledl.course import tasks
-
-    book = book or load()
-    entry = book.resolve(lab_id)
-    if entry.kind != "lab":
-        raise ValueError(f"--lab {lab_id!r} is a {entry.kind}; expected a lab id from book.toml such as lab03")
-    if not entry.validated:
-        raise ValueError(f"--lab {lab_id!r}: {entry.title!r} is planned in book.toml; it has no solution to grade with")
-    solutions = {e.id: nbformat.read(book.path(e.solution), as_version=4)
-                 for e in book.entries if e.kind == "lab" and e.validated}
-    points = dict(test_cells(solutions[entry.id]))
-    specs = tasks.for_lab(entry.id)
-    if list(points) != list(specs):
-        raise ValueError(f"{entry.id}: the solution's test cells {list(points)} and the task specs "
-                         f"{list(specs)} disagree; fix scaledl/course/tasks/{entry.id}.py")
-    stubs, written = handed_out(solutions[entry.id])
-    return Lab(entry.id, solutions[entry.id], specs, points, solutions, stubs, written)
 
 
 def kernel_env(inside: Path) -> dict[str, str]:
@@ -451,49 +355,3 @@ def grade_lab(lab: str, folder, *, out=None, timeout_s: float = 300, sandbox="au
         progress(f"wrote {out / 'grades.csv'} and {len(grades)} feedback page(s) in {out / 'feedback'}: "
                  + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
     return grades
-
-
-# --- for writing a new lab's solution notebook --------------------------------------------------------------
-
-def mark_answer_cells(nb) -> list[str]:
-    """Mark every code cell holding a ``### BEGIN SOLUTION`` block as an nbgrader "autograded answer" cell
-    (grade_id ``answer_task_N_M`` from the marker), as nbgrader's release steps require; returns the ids.
-    For a new lab's solution notebook; run once, then re-execute it."""
-    import re
-
-    used = []
-    for cell in nb.cells:
-        m = re.search(r"### BEGIN SOLUTION(.*)", cell.source) if cell.cell_type == "code" else None
-        if not m or meta(cell).get("solution"):
-            continue
-        slug = "answer_" + (re.sub(r"[^0-9a-z]+", "_", m.group(1).strip().lower()).strip("_") or "cell")
-        gid, k = slug, 2
-        while gid in used:
-            gid, k = f"{slug}_{k}", k + 1
-        used.append(gid)
-        cell.metadata["nbgrader"] = {"grade": False, "grade_id": gid, "locked": False, "schema_version": 3,
-                                     "solution": True, "task": False}
-    return used
-
-
-def new_test_cell(task: str, points: float, lab: str) -> nbformat.NotebookNode:
-    """An nbgrader autograded-test cell for ``task`` ("Task 1.1") of ``lab``: a visible line, then the hidden
-    part, which hands the task's results to the grader (:mod:`scaledl.course.produce`). Insert it after the
-    task's visible check, and write the task's spec in ``scaledl/course/tasks/LAB.py``.
-
-    Raises:
-        ValueError: ``points`` is not positive.
-    """
-    import re
-
-    if not points > 0:
-        raise ValueError(f"points={points!r}: expected a positive number")
-    gid = re.sub(r"[^0-9a-z]+", "_", task.strip().lower()).strip("_")
-    source = (f"# {task}: {points:g} points. Hidden tests, with new sizes and seeds, run here when the lab is "
-              f"graded.\n### BEGIN HIDDEN TESTS\nfrom scaledl.course import produce as _produce\n"
-              f'_produce.run("{lab}", "{gid}", globals())\n### END HIDDEN TESTS')
-    cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
-        "grade": True, "grade_id": gid, "locked": True, "points": points, "schema_version": 3, "solution": False,
-        "task": False}})
-    cell["id"] = f"{gid.replace('_', '-')}-tests"
-    return cell
