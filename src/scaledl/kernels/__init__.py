@@ -2,7 +2,8 @@
 
 ==================  ===========================================================================
 ``gemm``            C = A @ B: v1 naive, v2 shared-memory tiled, v3 register-blocked; the launcher of all eight
-``gemm_ladder``     GEMM v4 to v8: v3 one change at a time (loads in flight, 32-bit indices, float4, ...)
+``gemm_ladder``     GEMM v4 to v6: v3 one change at a time (loads in flight, 32-bit indices, float4)
+``gemm_kloop``      GEMM v7 and v8: the k loop unrolled by two, then the next tile prefetched
 ``vector_load``     ``load4``: four float32 in one 128-bit load (CUDA's float4) from a Numba kernel
 ``gemm_traffic``    global loads/stores/FLOPs and shared traffic of each GEMM variant: model and counted run
 ``bandwidth``       copy / scale / triad streams and an FMA-throughput kernel (the two ceilings)

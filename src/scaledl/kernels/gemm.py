@@ -10,10 +10,10 @@ The variants, each one step further from the naive loop:
   ``block_m x block_n`` patch of C; a fetched element is reused ``block_n`` (A) or ``block_m`` (B) times, and
   each shared-memory read feeds several FMAs.
 
-v4 to v8 (:mod:`scaledl.kernels.gemm_ladder`, launched from here like the others) keep v3's tiling and change
-one thing each, for a reason the first H200 run gave (v3 at 15 % of cuBLAS: 196 registers, so 8 warps per SM,
-stalled on global loads issued one at a time; docs/gpu-runs/2026-11-26-nvidia-h200) or that ``scaledl kernels
-report`` shows in the machine code (:mod:`scaledl.kernels.static_report`):
+v4 to v8 (:mod:`scaledl.kernels.gemm_ladder`, :mod:`scaledl.kernels.gemm_kloop`; launched from here) keep v3's
+tiling and change one thing each, for a reason the first H200 run gave (v3 at 15 % of cuBLAS: 196 registers, so 8
+warps per SM, stalled on global loads issued one at a time; docs/gpu-runs/2026-11-26-nvidia-h200) or that ``scaledl
+kernels report`` shows in the machine code (:mod:`scaledl.kernels.static_report`):
 
 * ``v4 fixed_loads``: the tile loads run in loops of fixed length, so a thread's share fits an array in
   registers and every load is issued before the first store waits on one (v3 loaded, waited, stored: one load
@@ -52,12 +52,14 @@ import numpy as np
 import scaledl.device  # noqa: F401  (takes the backend decision before numba.cuda is imported)
 from numba import cuda, float32
 
-from scaledl.kernels.gemm_ladder import (LADDER_FACTORIES, PAD, fixed_loads_kernel, index32_kernel,  # noqa: F401
-                                         prefetch_kernel, unroll_k_kernel, vec4_kernel)
+from scaledl.kernels.gemm_kloop import prefetch_kernel, unroll_k_kernel
+from scaledl.kernels.gemm_ladder import PAD, fixed_loads_kernel, index32_kernel, vec4_kernel  # noqa: F401
 
 # In ladder order; the last is the fastest the book's model predicts (scaledl.kernels.kernel_model).
 VARIANTS = ("naive", "tiled", "regblock", "fixed_loads", "index32", "vec4", "unroll_k", "prefetch")
 LADDER = VARIANTS[3:]  # v4 on: v3's tiling, one change each
+LADDER_FACTORIES = {"fixed_loads": fixed_loads_kernel, "index32": index32_kernel, "vec4": vec4_kernel,
+                    "unroll_k": unroll_k_kernel, "prefetch": prefetch_kernel}
 
 
 # --------------------------------------------------------------------------------------------- reference
