@@ -16,6 +16,7 @@ import pytest
 from scaledl.comm import cost as C
 from scaledl.comm import netsim as N
 from scaledl.comm import schedule as S
+from scaledl.comm import two_level as TL
 from scaledl.comm import topology as T
 
 REL = 1e-12
@@ -35,7 +36,7 @@ def exact_sum_everywhere(sched, seed=0):
 @pytest.mark.parametrize("nodes,g", [(3, 4), (5, 8), (7, 3), (1, 5), (6, 1), (2, 2)])
 @pytest.mark.parametrize("length", [0, 1, 7, 37, 101])
 def test_hierarchical_is_the_exact_sum(inter, nodes, g, length):
-    sched = S.hierarchical(nodes, g, length, inter=inter)
+    sched = TL.hierarchical(nodes, g, length, inter=inter)
     assert sched.p == nodes * g and sched.length == length
     assert exact_sum_everywhere(sched, seed=nodes * 1000 + g * 100 + length) == []
 
@@ -43,11 +44,11 @@ def test_hierarchical_is_the_exact_sum(inter, nodes, g, length):
 @pytest.mark.parametrize("rows,cols", [(3, 5), (5, 3), (1, 7), (7, 1), (2, 2), (4, 6)])
 @pytest.mark.parametrize("length", [1, 15, 53])
 def test_torus_2d_is_the_exact_sum(rows, cols, length):
-    assert exact_sum_everywhere(S.torus_2d(rows, cols, length), seed=rows * cols + length) == []
+    assert exact_sum_everywhere(TL.torus_2d(rows, cols, length), seed=rows * cols + length) == []
 
 
 def test_the_check_catches_a_missing_message():
-    sched = S.hierarchical(3, 4, 24)
+    sched = TL.hierarchical(3, 4, 24)
     rounds = list(sched.rounds)
     rounds[4] = rounds[4][1:]  # one inter-node message lost
     broken = S.Schedule(sched.algorithm, sched.p, sched.length, tuple(rounds))
@@ -57,7 +58,7 @@ def test_the_check_catches_a_missing_message():
 @pytest.mark.parametrize("nodes,g", [(3, 4), (5, 8), (7, 3)])
 def test_hierarchical_round_and_message_counts(nodes, g):
     n = g * nodes * 4  # every block non-empty
-    sched = S.hierarchical(nodes, g, n)
+    sched = TL.hierarchical(nodes, g, n)
     p = nodes * g
     assert len(sched) == 2 * (g - 1) + 2 * (nodes - 1)
     assert sched.transfers == p * (2 * (g - 1) + 2 * (nodes - 1))
@@ -73,8 +74,8 @@ def test_hierarchical_round_and_message_counts(nodes, g):
 @pytest.mark.parametrize("inter", C.ALLREDUCE_ALGORITHMS)
 @pytest.mark.parametrize("nodes,g,length", [(3, 4, 37), (5, 8, 101), (7, 3, 7), (1, 5, 9), (6, 1, 13), (4, 3, 2)])
 def test_hierarchical_rounds_are_the_schedule_as_arrays(inter, nodes, g, length):
-    want = S.hierarchical(nodes, g, length, inter=inter).rounds
-    got = S.hierarchical_rounds(nodes, g, length, inter=inter)
+    want = TL.hierarchical(nodes, g, length, inter=inter).rounds
+    got = TL.hierarchical_rounds(nodes, g, length, inter=inter)
     assert len(got) == len(want)
     for k, (arrays, rnd) in enumerate(zip(got, want)):
         as_list = [S.Transfer(int(a), int(b), int(c), int(d), "reduce" if e else "copy")
@@ -83,8 +84,8 @@ def test_hierarchical_rounds_are_the_schedule_as_arrays(inter, nodes, g, length)
 
 
 def test_torus_2d_is_the_hierarchical_schedule_on_rows():
-    assert S.torus_2d(3, 5, 60).rounds == S.hierarchical(3, 5, 60, inter="ring").rounds
-    assert len(S.torus_2d(3, 5, 60)) == 2 * (5 - 1) + 2 * (3 - 1)
+    assert TL.torus_2d(3, 5, 60).rounds == TL.hierarchical(3, 5, 60, inter="ring").rounds
+    assert len(TL.torus_2d(3, 5, 60)) == 2 * (5 - 1) + 2 * (3 - 1)
 
 
 @pytest.mark.parametrize("p", [3, 5, 7, 9, 63, 127, 255, 257, 1000, 1023, 1025, 4095, 4096])
@@ -130,7 +131,7 @@ def test_hierarchical_on_nvlink_and_infiniband_equals_its_closed_form(inter, nod
     a_e, b_e = T.path_alpha_beta(net, 0, g)
     assert (a_i, a_e) == (2 * T.NVLINK_HOP_LATENCY_s, 2 * T.IB_HOP_LATENCY_s)
     n = 3e7
-    got = N.simulate(S.hierarchical(nodes, g, _hier_length(nodes, g), inter=inter), net, nbytes=n,
+    got = N.simulate(TL.hierarchical(nodes, g, _hier_length(nodes, g), inter=inter), net, nbytes=n,
                      gamma=gamma, timeline=False).time_s
     want = C.hierarchical_allreduce_time(nodes, g, n, intra_alpha=a_i, intra_beta=b_i, inter_alpha=a_e,
                                          inter_beta=b_e, gamma=gamma, inter=inter)
@@ -145,7 +146,7 @@ def test_hierarchical_across_a_non_blocking_spine_equals_its_closed_form(nodes, 
     assert b_e == 1 / T.IB_NDR_Bps
     a_i, b_i = T.path_alpha_beta(net, 0, g - 1)
     n = 3e7
-    got = N.simulate(S.hierarchical(nodes, g, _hier_length(nodes, g)), net, nbytes=n, timeline=False).time_s
+    got = N.simulate(TL.hierarchical(nodes, g, _hier_length(nodes, g)), net, nbytes=n, timeline=False).time_s
     want = C.hierarchical_allreduce_time(nodes, g, n, intra_alpha=a_i, intra_beta=b_i, inter_alpha=a_e,
                                          inter_beta=b_e)
     assert got == pytest.approx(want, rel=REL)
@@ -158,7 +159,7 @@ def test_hierarchical_across_a_non_blocking_spine_equals_its_closed_form(nodes, 
 def test_torus_2d_on_a_torus_equals_its_closed_form(rows, cols, gamma):
     alpha, beta, n = 2e-6, 1e-9, 3e6
     net = T.torus(rows, cols, bandwidth_Bps=1 / beta, latency_s=alpha)
-    got = N.simulate(S.torus_2d(rows, cols, rows * cols * 4), net, nbytes=n, gamma=gamma).time_s
+    got = N.simulate(TL.torus_2d(rows, cols, rows * cols * 4), net, nbytes=n, gamma=gamma).time_s
     want = C.torus_2d_allreduce_time(rows, cols, n, alpha=alpha, beta=beta, gamma=gamma)
     assert got == pytest.approx(want, rel=REL)
     # the same bandwidth term as a flat ring, fewer latencies
@@ -230,7 +231,7 @@ def test_oversubscription_slows_the_cross_node_step_by_its_ratio(g, k):
             continue  # fewer up-ports than one: the cluster refuses it
         net = T.cluster(2, g, nics_per_node=k, nodes_per_leaf=1, oversubscription=r)
         assert net.graph["uplinks_per_leaf"] == k // r
-        sched = S.hierarchical(2, g, length, inter="recursive_doubling")
+        sched = TL.hierarchical(2, g, length, inter="recursive_doubling")
         cross = S.Schedule("cross-node step", sched.p, length, sched.rounds[g - 1:-(g - 1)])
         assert len(cross) == 1 and all(t.src // g != t.dst // g for t in cross.rounds[0])
         alpha, beta = T.path_alpha_beta(net, 0, g)
@@ -240,7 +241,7 @@ def test_oversubscription_slows_the_cross_node_step_by_its_ratio(g, k):
     for r in times:
         assert times[r] / times[1] == pytest.approx(r, rel=1e-9)
     # the whole all-reduce slows by less: its NVLink phases do not cross the spine
-    full = {r: N.simulate(S.hierarchical(2, g, length), T.cluster(2, g, nics_per_node=k, nodes_per_leaf=1,
+    full = {r: N.simulate(TL.hierarchical(2, g, length), T.cluster(2, g, nics_per_node=k, nodes_per_leaf=1,
                                                                    oversubscription=r), nbytes=n).time_s
             for r in (1, 2)}
     assert 1.05 < full[2] / full[1] < 2
@@ -248,15 +249,15 @@ def test_oversubscription_slows_the_cross_node_step_by_its_ratio(g, k):
 
 def test_errors_name_argument_value_and_expectation():
     with pytest.raises(ValueError, match=r"nodes must be >= 1, got 0"):
-        S.hierarchical(0, 4, 8)
+        TL.hierarchical(0, 4, 8)
     with pytest.raises(ValueError, match=r"ranks_per_node must be >= 1, got -2"):
-        S.hierarchical(3, -2, 8)
+        TL.hierarchical(3, -2, 8)
     with pytest.raises(TypeError, match=r"length must be an int, got 2.5"):
-        S.hierarchical(3, 4, 2.5)
+        TL.hierarchical(3, 4, 2.5)
     with pytest.raises(ValueError, match=r"inter must be an allreduce algorithm, one of ring, .*got 'hypercube'"):
-        S.hierarchical(3, 4, 8, inter="hypercube")
+        TL.hierarchical(3, 4, 8, inter="hypercube")
     with pytest.raises(ValueError, match=r"cols must be >= 1, got 0"):
-        S.torus_2d(3, 0, 8)
+        TL.torus_2d(3, 0, 8)
     kw = dict(intra_alpha=1e-6, intra_beta=1e-10, inter_alpha=5e-6, inter_beta=1e-9)
     with pytest.raises(ValueError, match=r"ranks_per_node must be >= 1 \(a number of ranks\), got 0"):
         C.hierarchical_allreduce_time(2, 0, 1e6, **kw)

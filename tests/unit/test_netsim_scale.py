@@ -17,6 +17,7 @@ from scaledl.comm import cost as C
 from scaledl.comm import fastsim as F
 from scaledl.comm import netsim as N
 from scaledl.comm import schedule as S
+from scaledl.comm import two_level as TL
 from scaledl.comm import topology as T
 
 ALPHA, BETA, GAMMA = 2e-6, 1e-9, 3e-10
@@ -199,21 +200,19 @@ def test_the_benchmark_prints_ranks_against_seconds():
 
 
 TWO_LEVEL = [  # (schedule builder, topology builder) of the two-level algorithms, where schedule.py has them
-    ("hierarchical", lambda: S.hierarchical(3, 4, 48), lambda: T.cluster(3, 4)),
-    ("hierarchical", lambda: S.hierarchical(3, 4, 48), lambda: T.cluster(3, 4, nics_per_node=2, nodes_per_leaf=2,
+    ("hierarchical", lambda: TL.hierarchical(3, 4, 48), lambda: T.cluster(3, 4)),
+    ("hierarchical", lambda: TL.hierarchical(3, 4, 48), lambda: T.cluster(3, 4, nics_per_node=2, nodes_per_leaf=2,
                                                                           oversubscription=2.0)),
-    ("hierarchical", lambda: S.hierarchical(5, 2, 30, inter="rabenseifner"), lambda: T.cluster(5, 2)),
-    ("torus_2d", lambda: S.torus_2d(3, 5, 30), lambda: T.torus(3, 5, bandwidth_Bps=1 / BETA, latency_s=ALPHA)),
-    ("torus_2d", lambda: S.torus_2d(4, 4, 32), lambda: NETS["switch"](16)),
-    ("torus_2d", lambda: S.torus_2d(5, 3, 30), lambda: T.multi_node(5, 3)),
+    ("hierarchical", lambda: TL.hierarchical(5, 2, 30, inter="rabenseifner"), lambda: T.cluster(5, 2)),
+    ("torus_2d", lambda: TL.torus_2d(3, 5, 30), lambda: T.torus(3, 5, bandwidth_Bps=1 / BETA, latency_s=ALPHA)),
+    ("torus_2d", lambda: TL.torus_2d(4, 4, 32), lambda: NETS["switch"](16)),
+    ("torus_2d", lambda: TL.torus_2d(5, 3, 30), lambda: T.multi_node(5, 3)),
 ]
 
 
 @pytest.mark.parametrize("case", range(len(TWO_LEVEL)))
 def test_fast_path_agrees_with_events_on_two_level_algorithms(case):
     name, make_schedule, make_net = TWO_LEVEL[case]
-    if not hasattr(S, name):
-        pytest.skip(f"scaledl.comm.schedule has no {name} yet")
     sched, net = make_schedule(), make_net()
     for gamma in (0.0, GAMMA):
         assert_same(N.simulate(sched, net, nbytes=6e6, gamma=gamma),
@@ -244,7 +243,7 @@ def test_two_level_from_arrays_agrees_with_events(case):
         assert_same(got, ref, timeline=True)
         # and the events of the built schedule, the same thing by simulate()
         length = b * a * (1 << (a.bit_length() - 1)) * 2
-        sched = S.torus_2d(a, b, length) if alg == "torus_2d" else S.hierarchical(a, b, length, inter=inter)
+        sched = TL.torus_2d(a, b, length) if alg == "torus_2d" else TL.hierarchical(a, b, length, inter=inter)
         assert_same(got, N.simulate(sched, net, nbytes=6e6, gamma=gamma, method="event"))
         assert (got.path_note == "") == (got.path == "fast")
         if case != 2:  # there 4 GPUs share each NIC: their inter-node rings queue on its cable
@@ -257,12 +256,12 @@ def test_two_level_falls_back_and_says_why():
     net = T.multi_node(3, 4)
     r = N.simulate_two_level("hierarchical", 3, 4, net, 6e6, chunks=2)
     assert r.path == "event" and "chunks=2" in r.path_note
-    assert_same(r, N.simulate(S.hierarchical(3, 4, 48), net, nbytes=6e6, chunks=2, method="event"))
+    assert_same(r, N.simulate(TL.hierarchical(3, 4, 48), net, nbytes=6e6, chunks=2, method="event"))
     # all ranks behind one switch port: the inter-node rings' messages share the links of a line
     line = T.from_graph(nx.path_graph(12), bandwidth_Bps=1 / BETA, latency_s=ALPHA)
     r = N.simulate_two_level("torus_2d", 3, 4, line, 6e6)
     assert r.path == "event" and "carries" in r.path_note
-    assert_same(r, N.simulate(S.torus_2d(3, 4, 48), line, nbytes=6e6, method="event"))
+    assert_same(r, N.simulate(TL.torus_2d(3, 4, 48), line, nbytes=6e6, method="event"))
     with pytest.raises(ValueError, match="method='fast' cannot decide this case: link"):
         N.simulate_two_level("torus_2d", 3, 4, line, 6e6, method="fast")
     with pytest.raises(ValueError, match=r"algorithm must be one of hierarchical, torus_2d, got 'ring'"):

@@ -72,7 +72,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from scaledl.comm import cost, netsim, schedule, topology
+from scaledl.comm import cost, netsim, topology, two_level
 from scaledl.comm.calibration import (KERNEL_OVERHEAD_s, P100_RESNET50, P100_TF_BENCHMARKS,  # noqa: F401
                                       RESNET50_KERNELS_PER_STEP, RESNET50_TRAIN_FLOP, V100_RESNET50, Calibration,
                                       _count, _fraction, _nonnegative, _positive, fixed_overhead_s)
@@ -261,11 +261,11 @@ def _simulated(run: DataParallelRun, nbytes: float) -> float:
         return netsim.simulate_allreduce(run.algorithm, topo, nbytes, timeline=False).time_s
     if run.algorithm == "hierarchical":
         length = g * math.lcm(nodes, 1 << (nodes.bit_length() - 1), 2)
-        sched = schedule.hierarchical(nodes, g, length, inter=run.inter_algorithm)
+        sched = two_level.hierarchical(nodes, g, length, inter=run.inter_algorithm)
     else:
         cols = (run.torus_cols or g) if nodes > 1 else g
         rows = run.gpus // cols
-        sched = schedule.torus_2d(rows, cols, cols * rows * 2)
+        sched = two_level.torus_2d(rows, cols, cols * rows * 2)
     return netsim.simulate(sched, topo, nbytes=nbytes, timeline=False).time_s
 
 

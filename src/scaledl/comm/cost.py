@@ -154,7 +154,7 @@ def allreduce_time(algorithm: str, p, nbytes, *, alpha: float, beta: float, gamm
 
 def hierarchical_allreduce_time(nodes, ranks_per_node, nbytes, *, intra_alpha: float, intra_beta: float,
                                 inter_alpha: float, inter_beta: float, gamma: float = 0.0, inter: str = "ring"):
-    """Seconds for the hierarchical all-reduce of :func:`scaledl.comm.schedule.hierarchical`: N = ``nodes``
+    """Seconds for the hierarchical all-reduce of :func:`scaledl.comm.two_level.hierarchical`: N = ``nodes``
     nodes of g = ``ranks_per_node`` ranks, n = ``nbytes`` per rank, links inside a node costing
     (intra_alpha, intra_beta) and between nodes (inter_alpha, inter_beta). The three phases add up:
 
@@ -188,7 +188,7 @@ def hierarchical_allreduce_time(nodes, ranks_per_node, nbytes, *, intra_alpha: f
 
 
 def torus_2d_allreduce_time(rows, cols, nbytes, *, alpha: float, beta: float, gamma: float = 0.0):
-    """Seconds for the 2D-torus all-reduce of :func:`scaledl.comm.schedule.torus_2d` (Mikami et al. 2018) on
+    """Seconds for the 2D-torus all-reduce of :func:`scaledl.comm.two_level.torus_2d` (Mikami et al. 2018) on
     a grid of p = rows x cols ranks whose neighbours' links all cost (alpha, beta):
     2 (rows + cols - 2) alpha + 2 n (p-1)/p beta + n (p-1)/p gamma.
 

@@ -39,7 +39,8 @@ import numpy as np
 from scaledl._optional import install_command, message, require
 from scaledl._deadline import Deadline, kill_tree
 from scaledl.comm.hosts import explain_failure, resolve
-from scaledl.comm.schedule import build, hierarchical
+from scaledl.comm.schedule import build
+from scaledl.comm.two_level import hierarchical
 
 __all__ = ["ring_allreduce", "schedule_allreduce", "rank_plan", "pingpong", "fit_alpha_beta", "time_allreduce",
            "reduce_gamma", "mpiexec_path", "mpich_env", "launch", "MPICH_ALLREDUCE_ALGORITHMS"]
@@ -205,7 +206,7 @@ def time_allreduce(comm, nbytes: int, algorithm: str = "ring", *, repeats: int =
     """(ours_s, mpich_s): seconds per all-reduce of ``nbytes`` by the book's ``algorithm`` and by
     ``MPI_Allreduce``, the slowest rank's time, best of ``repeats`` after a warm-up, checked equal.
 
-    ``algorithm="hierarchical"`` is :func:`scaledl.comm.schedule.hierarchical` with ``ranks_per_node`` ranks
+    ``algorithm="hierarchical"`` is :func:`scaledl.comm.two_level.hierarchical` with ``ranks_per_node`` ranks
     on each host (rank = node x ranks_per_node + local, as ``-hosts a:g,b:g`` places them) and a ring across.
     """
     MPI = _mpi("time_allreduce")

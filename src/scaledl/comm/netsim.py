@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from scaledl.comm import fastsim
-from scaledl.comm.schedule import Schedule, build, hierarchical, hierarchical_rounds, relabel, torus_2d
+from scaledl.comm.schedule import Schedule, build, relabel
+from scaledl.comm.two_level import hierarchical, hierarchical_rounds, torus_2d
 
 __all__ = ["Result", "simulate", "simulate_allreduce", "simulate_two_level", "METHODS"]
 
@@ -349,9 +350,9 @@ TWO_LEVEL = ("hierarchical", "torus_2d")
 def simulate_two_level(algorithm: str, outer: int, inner: int, topology: nx.DiGraph, nbytes: float, *,
                        inter: str = "ring", length: int | None = None, chunks: int = 1, gamma: float = 0.0,
                        timeline: bool | None = None, method: str = "auto") -> Result:
-    """:func:`simulate` of ``schedule.hierarchical(outer, inner, length, inter=inter)`` (outer = nodes,
-    inner = ranks per node) or ``schedule.torus_2d(outer, inner, length)`` (rows x cols), from the rounds as
-    arrays (:func:`scaledl.comm.schedule.hierarchical_rounds`) without a :class:`Transfer` per message:
+    """:func:`simulate` of ``two_level.hierarchical(outer, inner, length, inter=inter)`` (outer = nodes,
+    inner = ranks per node) or ``two_level.torus_2d(outer, inner, length)`` (rows x cols), from the rounds as
+    arrays (:func:`scaledl.comm.two_level.hierarchical_rounds`) without a :class:`Transfer` per message:
     512 x 8 is 4.2 million of them. The schedule is built only if the events must decide (``path_note``
     says why). ``length`` defaults to inner x outer x 2^floor(lg outer) x 2, on which every shard's every
     block is the same size for every inter-node algorithm. Same :class:`Result` as :func:`simulate`.
@@ -362,7 +363,7 @@ def simulate_two_level(algorithm: str, outer: int, inner: int, topology: nx.DiGr
     ('fast', 120)
 
     Raises:
-        ValueError / TypeError: an unknown algorithm, and as :func:`simulate` and ``schedule.hierarchical``.
+        ValueError / TypeError: an unknown algorithm, and as :func:`simulate` and ``two_level.hierarchical``.
     """
     if algorithm not in TWO_LEVEL:
         raise ValueError(f"algorithm must be one of {', '.join(TWO_LEVEL)}, got {algorithm!r}")

@@ -11,7 +11,7 @@ on two cores. Wall times on a shared machine are noisy: run it on an idle one be
 A second table times the two-level algorithms at 3456 and 4096 ranks (the record runs' scale) through
 :func:`scaledl.comm.netsim.simulate_two_level`: hierarchical (nodes x 8 GPUs on ``topology.multi_node``) and
 2D-torus (rows x cols on ``topology.torus``), with the seconds to generate the rounds as arrays
-(``schedule.hierarchical_rounds``), the seconds of the whole call (rounds, routes and simulation) and its
+(``two_level.hierarchical_rounds``), the seconds of the whole call (rounds, routes and simulation) and its
 peak memory; the target is under 10 s each (issue 25).
 
 Usage: ``scaledl bench netsim [--quick] [--events-up-to P] [--ranks P ...] [--no-two-level]``.
@@ -25,7 +25,7 @@ import sys
 import time
 import tracemalloc
 
-from scaledl.comm import cost, netsim, schedule
+from scaledl.comm import cost, netsim, two_level
 from scaledl.comm import topology as T
 
 NBYTES = 64 * 2**20
@@ -86,7 +86,7 @@ def two_level_rows(cases, events_up_to: int, memory: bool = True):
     for kind, alg, a, b in cases:
         net = _two_level_network(kind, a, b)
         length = b * a * (1 << (a.bit_length() - 1)) * 2
-        _, build_s = _timed(lambda: schedule.hierarchical_rounds(a, b, length))
+        _, build_s = _timed(lambda: two_level.hierarchical_rounds(a, b, length))
         run = lambda method: netsim.simulate_two_level(alg, a, b, net, NBYTES, method=method)  # noqa: E731
         res, sim_s = _timed(lambda: run("auto"))
         row = {"topology": kind, "algorithm": f"{alg} {a}x{b}", "ranks": a * b, "messages": res.messages,

@@ -348,7 +348,7 @@ def cluster(nodes: int, gpus_per_node: int = 8, *, nics_per_node: int | None = N
 def torus(rows: int, cols: int, *, bandwidth_Bps: float, latency_s: float) -> nx.DiGraph:
     """``rows`` x ``cols`` ranks on a 2D torus (rank = row x cols + col), each cabled to its four neighbours
     with wrap-around (one cable where a dimension has two ranks, none where it has one): the grid on which
-    :func:`scaledl.comm.schedule.torus_2d` sends only to neighbours.
+    :func:`scaledl.comm.two_level.torus_2d` sends only to neighbours.
 
     >>> g = torus(3, 5, bandwidth_Bps=1e9, latency_s=1e-6)
     >>> sorted(g.successors(0)), g.number_of_edges()    # 4 neighbours each, 2 x 30 cables
