@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from scaledl.course import sandbox as S
+from scaledl.course import account as S
 
 
 class Accounts:

@@ -19,8 +19,6 @@ or huge files there, so read results without following links out of it and with 
 from __future__ import annotations
 
 import os
-import pwd
-import resource
 import itertools
 import secrets
 import shutil
@@ -28,9 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl.course.account import GRADING_ACCOUNT, _chown_tree, grading_user
+from scaledl.course.limits import Limits, _enter
 from scaledl.course.processes import Cgroup, kill, processes
 
 LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
@@ -38,31 +38,12 @@ LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
 # make namespaces (Gradescope's; scaledl.course.gradescope). Runs at once could reach each other's workdirs
 # (one uid, one /tmp), so detect("auto") never picks it for a batch.
 ACCOUNT = "account"
-GRADING_ACCOUNT = "scaledl-grader"
 INSIDE = Path("/sandbox")  # where bwrap shows the workdir
 OUTPUT_TAIL_BYTES = 64 << 10  # the last lines are what explains a crash; a runaway print loop is not kept
 MARK_VAR = "SCALEDL_SANDBOX"  # marks processes where uid and namespaces cannot tell them apart
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
 _SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _KILL_WAIT_S = 10.0  # a SIGKILLed tree is gone in milliseconds; this only bounds a stuck kernel
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-run resource limits (rlimits are per process; the cgroup ones cover the whole tree)."""
-
-    address_space_bytes: int = 16 << 30  # RLIMIT_AS; Numba/LLVM and MPICH reserve much virtual memory
-    memory_bytes: int = 4 << 30  # cgroup memory limit where a cgroup can be made
-    processes: int = 4096  # RLIMIT_NPROC (+ cgroup pids.max): the CUDA simulator runs a thread per CUDA thread
-    cpu_s: int = 1800  # RLIMIT_CPU
-    file_size_bytes: int = 256 << 20  # RLIMIT_FSIZE (also caps the captured output)
-    open_files: int = 1024  # RLIMIT_NOFILE
-
-    def __post_init__(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not (isinstance(value, int) and value > 0):
-                raise ValueError(f"Limits.{f.name}={value!r}: expected a positive whole number")
 
 
 @dataclass
@@ -73,52 +54,6 @@ class Result:
     timed_out: bool
     seconds: float
     output: str  # last 64 kB of stdout+stderr
-
-
-def grading_user() -> tuple[str, int, int]:
-    """The unprivileged account sandboxed code runs as: (name, uid, gid); created (as root) when absent.
-
-    Creating the account changes the machine, so it is said, in one line on stderr (the grade command's
-    output), the first time only: an existing account is used silently. Falls back to ``nobody`` where
-    ``useradd`` is missing or fails, which is said too (then :meth:`Sandbox.sweep` may also kill other
-    ``nobody`` processes).
-
-    Raises:
-        ValueError: not running as root (an account can be neither made nor switched to).
-    """
-    if os.geteuid() != 0:
-        raise ValueError(f"grading_user: needs root to create and switch to {GRADING_ACCOUNT!r} "
-                         f"(running as uid {os.geteuid()})")
-    created = False
-    for attempt in range(2):
-        try:
-            p = pwd.getpwnam(GRADING_ACCOUNT)
-        except KeyError:
-            useradd = shutil.which("useradd") or ("/usr/sbin/useradd" if Path("/usr/sbin/useradd").exists() else None)
-            if attempt or useradd is None:
-                break
-            made = subprocess.run([useradd, "--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell",
-                                   "/usr/sbin/nologin", GRADING_ACCOUNT], capture_output=True, check=False)
-            created = made.returncode == 0
-        else:
-            if created:
-                _notice(f"created the system account {GRADING_ACCOUNT!r} (uid {p.pw_uid}, no home, no login "
-                        f"shell) to run student code as; `userdel {GRADING_ACCOUNT}` removes it")
-            return p.pw_name, p.pw_uid, p.pw_gid
-    p = pwd.getpwnam("nobody")
-    _notice(f"could not create the system account {GRADING_ACCOUNT!r} (useradd missing or failed); running "
-            f"student code as {p.pw_name!r} (uid {p.pw_uid}) instead")
-    return p.pw_name, p.pw_uid, p.pw_gid
-
-
-_SAID: set[str] = set()  # notices already printed by this process (detect() may build several sandboxes)
-
-
-def _notice(text: str) -> None:
-    """One line for the instructor on stderr, beside the command's own output; each at most once."""
-    if text not in _SAID:
-        _SAID.add(text)
-        print(f"scaledl: {text}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -411,28 +346,6 @@ def _which(name: str) -> str:
     if path is None:
         raise ValueError(f"{name} is not on PATH; {INSTALL_HINT} (setpriv and unshare come with util-linux)")
     return path
-
-
-def _enter(limits: Limits, cg: Cgroup | None) -> None:
-    """In the child before exec: rlimits (inherited through bwrap and setpriv) and the run's cgroup."""
-    for res, value in ((resource.RLIMIT_AS, limits.address_space_bytes), (resource.RLIMIT_NPROC, limits.processes),
-                       (resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_FSIZE, limits.file_size_bytes),
-                       (resource.RLIMIT_NOFILE, limits.open_files), (resource.RLIMIT_CORE, 0)):
-        _, hard = resource.getrlimit(res)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)  # only root may raise a hard limit
-        resource.setrlimit(res, (value, value))
-    if cg is not None:
-        try:
-            cg.enter(os.getpid())
-        except OSError:
-            pass  # the rlimits and the namespaces still hold; an exception here would lose the whole run
-
-
-def _chown_tree(top: Path, uid: int, gid: int) -> None:
-    os.chown(top, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
 
 
 def _tail(path: Path) -> str:
