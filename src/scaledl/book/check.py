@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 
 from scaledl.book import nbfile
-from scaledl.book.journey import EXERCISE_HEADING, check_journey
+from scaledl.book.answers import EXERCISE_HEADING
+from scaledl.book.journey import check_journey
 from scaledl.book.site import ANSWER_KEY_TAGS
 from scaledl.book.toc import Book, Entry
 

@@ -9,18 +9,18 @@ Every written notebook (a chapter, a lab's solution and so its student copy) get
 * as its last cell, a cell tagged ``book-nav``: links to the previous and next chapter in reading order and to
   the labs that practise it (a lab: back to the chapters it practises, on to the next chapter).
 
-Links are relative to the notebook a reader opens (a lab's student copy in ``labs/``, whose cells are copied
-from the solution), so they work in JupyterLab: ``[14 All-reduce](14_all_reduce.ipynb)``,
-``[Lab 5: ...](../labs/lab05_ring_all_reduce.ipynb)``. In a chapter every markdown cell tagged ``answer-key``
-is folded into ``<details><summary>Answer</summary> ... </details>``, with blank lines around the answer so that
-JupyterLab, Colab and GitHub render its markdown. Every code cell tagged ``answer-code`` (the cells that compute
-the numbers the answers quote) is folded in JupyterLab too: its input and its outputs collapsed (cell metadata
-``jupyter.source_hidden`` and ``jupyter.outputs_hidden``, and ``collapsed``, which JupyterLab keeps in step with
-the latter), and its first line a comment saying what it is and that it is folded on purpose
-(:func:`answer_code_note`), so a reader scrolling to the exercises sees neither its code nor its printed numbers
-until they open it. :func:`update` does all of it and only ever touches those cells (a code cell only in its
-metadata and its first comment line, never its code or outputs), so running it twice changes nothing and no
-re-execution is needed; :func:`problems` is what ``scaledl book check`` reports until ``scaledl book journey
+Links are relative to the notebook a reader opens (a lab's student copy in ``labs/``, whose cells are copied from
+the solution), so they work in JupyterLab: ``[14 All-reduce](14_all_reduce.ipynb)``, ``[Lab 5:
+...](../labs/lab05_ring_all_reduce.ipynb)``. In a chapter every markdown cell tagged ``answer-key`` is folded into
+``<details><summary>Answer</summary> ... </details>``, with blank lines around the answer so that JupyterLab, Colab
+and GitHub render its markdown. Every code cell tagged ``answer-code`` (the cells that compute the numbers the
+answers quote) is folded in JupyterLab too: its input and its outputs collapsed (cell metadata
+``jupyter.source_hidden`` and ``jupyter.outputs_hidden``, and ``collapsed``, which JupyterLab keeps in step with the
+latter), and its first line a comment saying what it is and that it is folded on purpose (:func:`answer_code_note`),
+so a reader scrolling to the exercises sees neither its code nor its printed numbers until they open it (the folding
+itself is :mod:`scaledl.book.answers`). :func:`update` does all of it and only ever touches those cells (a code cell
+only in its metadata and its first comment line, never its code or outputs), so running it twice changes nothing and
+no re-execution is needed; :func:`problems` is what ``scaledl book check`` reports until ``scaledl book journey
 --write`` has been run.
 """
 
@@ -29,33 +29,18 @@ from __future__ import annotations
 import copy
 import math
 import os
-import re
 from pathlib import Path
 
 import nbformat
 
 from scaledl.book import nbfile
+from scaledl.book.answers import (ANSWER_CODE_TAG, ANSWER_KEY_TAG, _tags, answer_code_cells, answer_code_note, fold,
+                                  fold_code, is_folded, is_folded_code)
 from scaledl.book.toc import Book, Entry
-
-# An exercises heading ("## Exercises", "### Questions"): where a chapter's exercises begin. book.check reads
-# exercise prompts with it too (this module is below book.check, which imports check_journey from here).
-EXERCISE_HEADING = re.compile(r"#{1,6}\s*(Exercises?|Questions?)\b", re.I)
 
 INTRO_TAG = "book-intro"
 NAV_TAG = "book-nav"
-ANSWER_KEY_TAG = "answer-key"
-ANSWER_CODE_TAG = "answer-code"  # a code cell that only computes exercises' answers: the site and students skip it
-# How such a cell opens, in the lesson's part of a chapter too: "# Numbers for the answers below." and the
-# folded cells' own note ("# Numbers for the answer below (folded ...)").
-ANSWER_CODE_FIRST_LINE = re.compile(r"# Numbers for the answers?\b")
-# JupyterLab shows a code cell with both collapsed: a "..." placeholder for its input and for its outputs.
-# It keeps ``collapsed`` (nbformat's older key) and ``jupyter.outputs_hidden`` in step when it loads a cell
-# (scaledl.book.nbfile writes both), so a notebook saved from JupyterLab keeps the same bytes.
-ANSWER_CODE_FOLD = {"collapsed": True, "jupyter": {"source_hidden": True, "outputs_hidden": True}}
-FOLD_OPEN = "<details>\n<summary>Answer</summary>\n\n"
-FOLD_CLOSE = "\n\n</details>"
-# The label an unfolded answer starts with ("**Answer.**", "*Answer.*", "**Answers.**"): the summary says it.
-ANSWER_LABEL = re.compile(r"^\s*(\*\*|\*|__|_)Answers?(\.\1|\1\.)[ \t]*\n?")
+
 CPU_WORDS = "a 2-core CPU"  # the machine the book's outputs are executed on (book.toml's cpu_seconds)
 
 
@@ -209,33 +194,7 @@ def nav_source(book: Book, entry: Entry) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Folded answers
-
-
-def is_folded(source: str) -> bool:
-    text = source.strip()
-    return text.startswith("<details>") and text.endswith("</details>") and "<summary>" in text
-
-
-def fold(source: str) -> str:
-    """``source`` (an answer) inside ``<details>``, its "Answer." label dropped (the summary says it); a folded
-    answer is returned unchanged.
-
-    >>> fold("**Answer.** 42.")
-    '<details>\\n<summary>Answer</summary>\\n\\n42.\\n\\n</details>'
-    """
-    if is_folded(source):
-        return source
-    body = ANSWER_LABEL.sub("", source, count=1).strip()
-    return f"{FOLD_OPEN}{body}{FOLD_CLOSE}"
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Applying and checking
-
-
-def _tags(cell) -> list[str]:
-    return cell.get("metadata", {}).get("tags", [])
 
 
 def _generated(nb, old, tag: str, source: str, entry: Entry):
@@ -252,66 +211,6 @@ def _generated(nb, old, tag: str, source: str, entry: Entry):
     elif nb.get("nbformat_minor", 0) < 5:
         cell.pop("id", None)
     return cell
-
-
-def answer_code_cells(nb) -> list[int]:
-    """Indices of a chapter's code cells that only compute answers: every code cell after its exercises heading,
-    and any that opens with ``# Numbers for the answers``."""
-    found, in_exercises = [], False
-    for i, cell in enumerate(nb.cells):
-        first = cell.source.lstrip().split("\n", 1)[0]
-        if cell.cell_type == "markdown" and EXERCISE_HEADING.match(first):
-            in_exercises = True
-        elif cell.cell_type == "code" and (in_exercises or ANSWER_CODE_FIRST_LINE.match(first)):
-            found.append(i)
-    return found
-
-
-def answer_code_note(cells, i: int) -> str:
-    """The first line of the ``answer-code`` cell ``cells[i]``: what it is and that it is folded on purpose.
-
-    It names the answers it serves as those "below", "the answer below" when one answer-key cell comes before
-    the next ``answer-code`` cell, or, when no answer follows (a chapter that computes every answer in its last
-    cell), those "above".
-    """
-    answers = [cell.cell_type == "markdown" and ANSWER_KEY_TAG in _tags(cell) for cell in cells]
-    if not any(answers[i + 1:]):
-        return "# Numbers for the answers above (folded so the answers stay hidden until you open them)."
-    served = 0
-    for cell, answer in zip(cells[i + 1:], answers[i + 1:]):
-        if cell.cell_type == "code" and ANSWER_CODE_TAG in _tags(cell):
-            break
-        served += answer
-    if served == 1:
-        return "# Numbers for the answer below (folded so the answer stays hidden until you open it)."
-    return "# Numbers for the answers below (folded so the answers stay hidden until you open them)."
-
-
-def is_folded_code(cells, i: int) -> bool:
-    """Whether the code cell ``cells[i]`` is folded as :func:`fold_code` folds it."""
-    cell = cells[i]
-    meta = cell.get("metadata", {})
-    jupyter = meta.get("jupyter", {})
-    return (jupyter.get("source_hidden") is True and jupyter.get("outputs_hidden") is True
-            and meta.get("collapsed") is True
-            and cell.source.split("\n", 1)[0] == answer_code_note(cells, i))
-
-
-def fold_code(cells, i: int) -> None:
-    """Fold the code cell ``cells[i]`` in place: input and outputs collapsed in JupyterLab, and its first line
-    :func:`answer_code_note` (replacing an older "# Numbers for the answers ..." line, else added above the
-    code). Its code, outputs and execution count are left as they are."""
-    cell = cells[i]
-    cell.metadata["collapsed"] = ANSWER_CODE_FOLD["collapsed"]
-    cell.metadata["jupyter"] = {**cell.metadata.get("jupyter", {}), **ANSWER_CODE_FOLD["jupyter"]}
-    first, _, rest = cell.source.partition("\n")
-    note = answer_code_note(cells, i)
-    if first == note:
-        return
-    if ANSWER_CODE_FIRST_LINE.match(first):
-        cell.source = f"{note}\n{rest}" if rest else note
-    else:
-        cell.source = f"{note}\n{cell.source}"
 
 
 def update(nb, book: Book, entry: Entry):
