@@ -116,3 +116,44 @@ def test_ruff_finds_no_pyflakes_error():
     r = subprocess.run([str(ruff), "check", "--no-cache", "src", "tests", "tools"], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+def test_no_module_passes_400_lines():
+    """ARCHITECTURE.md: a module that grows past ~400 lines is split by what it holds (a package or a sibling
+    module), its old names re-exported where a released notebook imports them."""
+    package = ROOT / "src" / "scaledl"
+    long = {str(p.relative_to(package)): n for p in sorted(package.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    assert not long, f"modules past 400 lines: {long}"
+
+
+PRESENTATION = ("matplotlib", "ipywidgets")
+_LOADED = """
+import importlib, sys
+from pathlib import Path
+import scaledl
+top = Path(scaledl.__file__).parent
+# From the files, not pkgutil.walk_packages, which imports every package (widgets too) to list it.
+every = (".".join(("scaledl",) + p.relative_to(top).with_suffix("").parts).removesuffix(".__init__")
+         for p in sorted(top.rglob("*.py")))
+names = sys.argv[1:] or [n for n in every if not n.startswith(("scaledl.widgets", "scaledl.plotting"))
+                         and not n.endswith("__main__")]
+for name in names:
+    importlib.import_module(name)
+print(" ".join(sorted(m for m in ("matplotlib", "ipywidgets") if m in sys.modules)))
+"""
+
+
+def _presentation_loaded_by(*modules: str) -> set[str]:
+    r = subprocess.run([sys.executable, "-c", _LOADED, *modules], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    return set(r.stdout.split())
+
+
+def test_importing_the_library_loads_no_presentation_code():
+    """The views rule (ARCHITECTURE.md): a figure or a widget view imports matplotlib and ipywidgets inside the
+    function that draws, so importing any model, kernel or tool (every module but widgets and plotting) loads
+    neither. The probe sees them when a module does load them (widgets)."""
+    assert _presentation_loaded_by() == set(), "a module outside widgets/plotting imports presentation at its top"
+    assert "ipywidgets" in _presentation_loaded_by("scaledl.widgets")
