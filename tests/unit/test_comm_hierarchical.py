@@ -248,15 +248,15 @@ def test_oversubscription_slows_the_cross_node_step_by_its_ratio(g, k):
 
 
 def test_errors_name_argument_value_and_expectation():
-    with pytest.raises(ValueError, match=r"nodes must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"nodes must be an int >= 1, got 0"):
         TL.hierarchical(0, 4, 8)
-    with pytest.raises(ValueError, match=r"ranks_per_node must be >= 1, got -2"):
+    with pytest.raises(ValueError, match=r"ranks_per_node must be an int >= 1, got -2"):
         TL.hierarchical(3, -2, 8)
     with pytest.raises(TypeError, match=r"length must be an int, got 2.5"):
         TL.hierarchical(3, 4, 2.5)
     with pytest.raises(ValueError, match=r"inter must be an allreduce algorithm, one of ring, .*got 'hypercube'"):
         TL.hierarchical(3, 4, 8, inter="hypercube")
-    with pytest.raises(ValueError, match=r"cols must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"cols must be an int >= 1, got 0"):
         TL.torus_2d(3, 0, 8)
     kw = dict(intra_alpha=1e-6, intra_beta=1e-10, inter_alpha=5e-6, inter_beta=1e-9)
     with pytest.raises(ValueError, match=r"ranks_per_node must be >= 1 \(a number of ranks\), got 0"):
@@ -277,9 +277,9 @@ def test_errors_name_argument_value_and_expectation():
         T.cluster(8, 8, oversubscription=3)
     with pytest.raises(ValueError, match=r"nic_Bps must be a positive finite number, got 0"):
         T.cluster(2, 8, nic_Bps=0)
-    with pytest.raises(ValueError, match=r"nodes_per_leaf must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"nodes_per_leaf must be an int >= 1, got 0"):
         T.cluster(2, 8, nodes_per_leaf=0)
-    with pytest.raises(ValueError, match=r"rows must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"rows must be an int >= 1, got 0"):
         T.torus(0, 3, bandwidth_Bps=1e9, latency_s=0)
     with pytest.raises(ValueError, match=r"dst must be a node of topology .*got 99"):
         T.path_alpha_beta(T.cluster(2, 4), 0, 99)

@@ -37,7 +37,7 @@ def test_1f1b_keeps_fewer_activations():
     assert P.in_flight(P.pipeline_schedule("1f1b", 4, 8)) == [4, 3, 2, 1]
     with pytest.raises(ValueError, match=r"unknown pipeline schedule 'zb'"):
         P.pipeline_schedule("zb", 2, 2)
-    with pytest.raises(ValueError, match=r"microbatches must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"microbatches must be an int >= 1, got 0"):
         P.bubble_fraction(2, 0)
 
 
@@ -153,7 +153,7 @@ def test_rails_are_no_faster_than_nvlink():
     kw = dict(compute_1gpu_s=1.0, gradient_B=1e8, alpha_s=0.0, nvlink_Bps=450e9)
     _, capped = P.data_parallel_scaling(g, nics_per_node=8, nic_Bps=200e9, **kw)  # 1.6 TB/s of NICs
     assert np.allclose(capped, 2 * (g - 1) / g * 1e8 / 450e9, rtol=1e-12)
-    with pytest.raises(ValueError, match=r"nics_per_node must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"nics_per_node must be an int >= 1, got 0"):
         P.data_parallel_scaling(g, nics_per_node=0, **kw)
     with pytest.raises(TypeError, match=r"nics_per_node must be an int, got 2.5"):
         P.data_parallel_scaling(g, nics_per_node=2.5, **kw)

@@ -95,9 +95,9 @@ def test_errors():
         S.allreduce([np.zeros((2, 2))])
     with pytest.raises(ValueError, match=r"unknown allreduce algorithm 'butterfly'"):
         S.allreduce([np.zeros(3)], algorithm="butterfly")
-    with pytest.raises(ValueError, match=r"p must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"p must be an int >= 1, got 0"):
         S.build("ring", 0, 4)
-    with pytest.raises(ValueError, match=r"length must be >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"length must be an int >= 0, got -1"):
         S.build("ring", 2, -1)
     with pytest.raises(TypeError, match=r"p must be an int, got 2.0"):
         S.build("ring", 2.0, 4)

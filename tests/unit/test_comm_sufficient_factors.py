@@ -51,7 +51,7 @@ def test_server_gradient_from_factors_equals_workers_gradient(seed, batch, m, n,
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="scheme='allreduce'; expected one of ps, ps_factors, sfb"):
         sf.per_worker_bytes("allreduce", 2, 2, batch=1, workers=2)
-    with pytest.raises(ValueError, match="batch must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="batch must be an int >= 1, got 0"):
         sf.factor_bytes(2, 2, 0)
     with pytest.raises(TypeError, match="m must be an int, got 2.5"):
         sf.crossover_batch(2.5, 2)

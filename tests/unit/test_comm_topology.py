@@ -69,7 +69,7 @@ def test_errors():
         T.switch(0, bandwidth_Bps=1e9, latency_s=0)
     with pytest.raises(ValueError, match=r"bandwidth_Bps must be a positive finite number, got -1"):
         T.switch(2, bandwidth_Bps=-1, latency_s=0)
-    with pytest.raises(ValueError, match=r"latency_s must be >= 0"):
+    with pytest.raises(ValueError, match=r"latency_s must be a finite number >= 0"):
         T.ring(3, bandwidth_Bps=1e9, latency_s=-1e-6)
     with pytest.raises(ValueError, match=r"link 0 -> 2 is not in topology"):
         T.with_links(T.ring(4, bandwidth_Bps=1e9, latency_s=0), {(0, 2): {"bandwidth_Bps": 1.0}})

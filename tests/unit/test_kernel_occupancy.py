@@ -31,7 +31,7 @@ def test_occupancy_rejects_impossible_blocks():
         occupancy(128, 300, 0)
     with pytest.raises(ValueError, match="shared_bytes_per_block=300000 exceeds"):
         occupancy(128, 32, 300_000)
-    with pytest.raises(ValueError, match="threads_per_block must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="threads_per_block must be an int >= 1, got 0"):
         occupancy(0, 32, 0)
 
 
@@ -61,7 +61,7 @@ def test_waves_on_another_gpu_and_errors():
                   max_registers_per_thread=255, shared_bytes=1 << 16)
     w = launch_waves(10, 10, 2, 2, blocks_per_sm=3, sm=sm)  # 25 blocks, 12 slots: 3 waves, 25/36 busy
     assert w.blocks == 25 and w.sm_utilisation == 25 / 36
-    with pytest.raises(ValueError, match="block_m must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="block_m must be an int >= 1, got 0"):
         launch_waves(10, 10, 0, 2)
 
 
@@ -79,7 +79,7 @@ def test_warp_sectors(stride, element_bytes, sectors):
 
 
 def test_warp_sectors_rejects_negative_stride():
-    with pytest.raises(ValueError, match="stride_elements must be a non-negative int, got -1"):
+    with pytest.raises(ValueError, match="stride_elements must be an int >= 0, got -1"):
         warp_load_sectors(-1)
 
 

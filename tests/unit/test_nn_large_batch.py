@@ -59,11 +59,11 @@ def test_noise_scale_on_the_mlp_runs_and_is_positive():
 def test_noise_scale_errors():
     with pytest.raises(ValueError, match=r"b_small must be smaller than b_big, got b_small=8, b_big=8"):
         noise_scale(1.0, 1.0, 8, 8)
-    with pytest.raises(ValueError, match=r"b_big must be a positive integer batch size, got 0"):
+    with pytest.raises(ValueError, match=r"b_big must be an int >= 1, got 0"):
         noise_scale(1.0, 1.0, 1, 0)
     with pytest.raises(ValueError, match=r"g_big_sq must be finite non-negative"):
         noise_scale(1.0, [1.0, float("nan")], 1, 2)
-    with pytest.raises(ValueError, match=r"pairs must be a positive integer"):
+    with pytest.raises(ValueError, match=r"pairs must be an int >= 1"):
         measure_noise_scale(None, None, b_small=1, b_big=2, pairs=0)
     assert noise_scale(2.0, 0.5, 1, 2).b_simple == math.inf  # |G|^2 estimate <= 0: no finite noise scale
 

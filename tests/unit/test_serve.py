@@ -164,7 +164,7 @@ def test_errors():
         simulate("dynamic", rate=1.0, service=svc, n_requests=10, max_batch=8, preferred_batch_sizes=(16,))
     with pytest.raises(ValueError, match="max_queue_delay_s must be a finite number >= 0, got -1"):
         simulate("dynamic", rate=1.0, service=svc, n_requests=10, max_queue_delay_s=-1)
-    with pytest.raises(ValueError, match="n_requests must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="n_requests must be an int >= 1, got 0"):
         simulate("single", rate=1.0, service=svc, n_requests=0)
     with pytest.raises(ValueError, match="arrivals='uniform'"):
         simulate("single", rate=1.0, service=svc, n_requests=10, arrivals="uniform")

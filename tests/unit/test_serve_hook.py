@@ -81,7 +81,7 @@ def test_errors():
         run_policy(3, rate=10.0, service=SERVICE, n_requests=10)
     with pytest.raises(ValueError, match="rate must be a positive finite number, got -1"):
         run_policy(correct, rate=-1.0, service=SERVICE, n_requests=10)
-    with pytest.raises(ValueError, match="max_batch must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="max_batch must be an int >= 1, got 0"):
         run_policy(correct, rate=1.0, service=SERVICE, n_requests=10, max_batch=0)
     with pytest.raises(ValueError, match=r"service\(1\) = 0.0"):
         run_policy(correct, rate=1.0, service=lambda b: 0.0, n_requests=10)

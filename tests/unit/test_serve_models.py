@@ -31,7 +31,7 @@ def test_service_model_choices_and_errors():
         assert service_model(m)(1) > 0
     with pytest.raises(ValueError, match="model='cnn'; expected one of"):
         service_model("cnn")
-    with pytest.raises(ValueError, match="hidden must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="hidden must be an int >= 1, got 0"):
         rnn_service(hidden=0)
 
 

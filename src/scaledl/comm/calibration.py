@@ -18,12 +18,11 @@ with :func:`fixed_overhead_s`, a roofline of kernel launches and the optimizer's
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 
 from scaledl.comm.plan import RESNET50_FORWARD_MULTIPLY_ADDS, RESNET50_PARAMS, training_flop_per_example
 from scaledl.perf import hardware
+from scaledl._args import count, nonnegative, positive
 
 __all__ = ["Calibration", "fixed_overhead_s", "P100_RESNET50", "V100_RESNET50", "P100_TF_BENCHMARKS",
            "RESNET50_TRAIN_FLOP", "RESNET50_KERNELS_PER_STEP", "KERNEL_OVERHEAD_s", "SGD_MOMENTUM_FP32_B_PER_PARAM",
@@ -46,36 +45,11 @@ SGD_MOMENTUM_MIXED_B_PER_PARAM = 22
 
 
 
-def _positive(name: str, value, *, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value > 0 and (allow_inf or math.isfinite(value))):
-        what = "a positive number (math.inf allowed)" if allow_inf else "a positive finite number"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return float(value)
-
-
-def _nonnegative(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
 def _fraction(name: str, value) -> float:
-    v = _nonnegative(name, value)
+    v = nonnegative(name, value)
     if v > 1:
         raise ValueError(f"{name} must be a fraction in [0, 1], got {value!r}")
     return v
-
-
-def _count(name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
 
 
 def fixed_overhead_s(*, kernels: int, kernel_overhead_s: float, optimizer_B: float, memory_Bps: float) -> float:
@@ -86,8 +60,8 @@ def fixed_overhead_s(*, kernels: int, kernel_overhead_s: float, optimizer_B: flo
     ...                        memory_Bps=732e9) * 1e3, 2)     # ms: 5.25 + 0.70
     5.95
     """
-    return (_count("kernels", kernels) * _nonnegative("kernel_overhead_s", kernel_overhead_s)
-            + _nonnegative("optimizer_B", optimizer_B) / _positive("memory_Bps", memory_Bps))
+    return (count("kernels", kernels) * nonnegative("kernel_overhead_s", kernel_overhead_s)
+            + nonnegative("optimizer_B", optimizer_B) / positive("memory_Bps", memory_Bps))
 
 
 @dataclass(frozen=True)
@@ -108,9 +82,9 @@ class Calibration:
 
     def __post_init__(self):
         hardware.get(self.accelerator)  # raises for an accelerator the book does not know
-        _positive("flop_per_sample", self.flop_per_sample)
-        _positive("sustained_FLOPs", self.sustained_FLOPs)
-        _nonnegative("fixed_s", self.fixed_s)
+        positive("flop_per_sample", self.flop_per_sample)
+        positive("sustained_FLOPs", self.sustained_FLOPs)
+        nonnegative("fixed_s", self.fixed_s)
         if not isinstance(self.fixed_measured, bool):
             raise TypeError(f"fixed_measured must be True or False, got {self.fixed_measured!r}")
 
@@ -119,11 +93,11 @@ class Calibration:
                         samples_per_s: float, fixed_s: float, source: str = "") -> "Calibration":
         """The calibration whose curve passes through a published (``batch``, ``samples_per_s``) point, with
         an assumed ``fixed_s``."""
-        b, rate = _count("batch", batch), _positive("samples_per_s", samples_per_s)
-        busy = b / rate - _nonnegative("fixed_s", fixed_s)
+        b, rate = count("batch", batch), positive("samples_per_s", samples_per_s)
+        busy = b / rate - nonnegative("fixed_s", fixed_s)
         if busy <= 0:
             raise ValueError(f"fixed_s must be below batch / samples_per_s = {b / rate!r} s, got {fixed_s!r}")
-        return cls(accelerator, model, flop_per_sample, b * _positive("flop_per_sample", flop_per_sample) / busy,
+        return cls(accelerator, model, flop_per_sample, b * positive("flop_per_sample", flop_per_sample) / busy,
                    fixed_s, source)
 
     @classmethod
@@ -144,7 +118,7 @@ class Calibration:
         pts = tuple(points)
         if len(pts) != 2 or any(not isinstance(pt, tuple) or len(pt) != 2 for pt in pts):
             raise ValueError(f"points must be two (batch, step_s) pairs, got {points!r}")
-        (b1, t1), (b2, t2) = [(_count("batch", b), _positive("step_s", t)) for b, t in pts]
+        (b1, t1), (b2, t2) = [(count("batch", b), positive("step_s", t)) for b, t in pts]
         if b1 == b2:
             raise ValueError(f"points must have two different batches, got {b1} twice")
         per_sample = (t2 - t1) / (b2 - b1)
@@ -153,15 +127,15 @@ class Calibration:
         fixed = t1 - b1 * per_sample
         if fixed < 0:
             raise ValueError(f"points must give a fixed part >= 0, got {fixed!r} s from {points!r}")
-        fps = _positive("flop_per_sample", flop_per_sample)
+        fps = positive("flop_per_sample", flop_per_sample)
         return cls(accelerator, model, fps, fps / per_sample, fixed, source, fixed_measured=True)
 
     def compute_s(self, batch) -> float:
         """Seconds of one GPU's step on ``batch`` samples, without communication."""
-        return self.fixed_s + _count("batch", batch) * self.flop_per_sample / self.sustained_FLOPs
+        return self.fixed_s + count("batch", batch) * self.flop_per_sample / self.sustained_FLOPs
 
     def samples_per_s(self, batch) -> float:
-        return _count("batch", batch) / self.compute_s(batch)
+        return count("batch", batch) / self.compute_s(batch)
 
 
 # What TensorFlow's "Benchmarks" page (May 2017; tensorflow/tensorflow docs_src/performance/benchmarks.md,

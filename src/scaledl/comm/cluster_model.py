@@ -72,10 +72,11 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from scaledl._args import count, nonnegative, positive
 from scaledl.comm import cost, netsim, topology, two_level
 from scaledl.comm.calibration import (KERNEL_OVERHEAD_s, P100_RESNET50, P100_TF_BENCHMARKS,  # noqa: F401
                                       RESNET50_KERNELS_PER_STEP, RESNET50_TRAIN_FLOP, V100_RESNET50, Calibration,
-                                      _count, _fraction, _nonnegative, _positive, fixed_overhead_s)
+                                      _fraction, fixed_overhead_s)
 from scaledl.comm.plan import RESNET50_PARAMS
 
 __all__ = ["ALGORITHMS", "INTER_ALGORITHMS", "DataParallelRun", "Prediction", "predict", "exposed_allreduce_s",
@@ -122,24 +123,24 @@ class DataParallelRun:
     def __post_init__(self):
         if not isinstance(self.calibration, Calibration):
             raise TypeError(f"calibration must be a Calibration, got {self.calibration!r}")
-        g, n = _count("gpus", self.gpus), _count("gpus_per_node", self.gpus_per_node)
+        g, n = count("gpus", self.gpus), count("gpus_per_node", self.gpus_per_node)
         if g > n and g % n:
             raise ValueError(f"gpus must be <= gpus_per_node={n} or a multiple of it (whole nodes), got {g}")
-        k = _count("nics_per_node", self.nics_per_node)
+        k = count("nics_per_node", self.nics_per_node)
         if n % k:
             raise ValueError(f"nics_per_node must divide gpus_per_node={n} (each NIC serves the same number "
                              f"of GPUs), got {k}")
-        _positive("intra_Bps", self.intra_Bps, allow_inf=True)
-        _positive("nic_Bps", self.nic_Bps, allow_inf=True)
-        _nonnegative("intra_latency_s", self.intra_latency_s)
-        _nonnegative("nic_latency_s", self.nic_latency_s)
-        _positive("params", self.params)
-        _count("gradient_bytes", self.gradient_bytes)
-        _count("batch", self.batch)
+        positive("intra_Bps", self.intra_Bps, allow_inf=True)
+        positive("nic_Bps", self.nic_Bps, allow_inf=True)
+        nonnegative("intra_latency_s", self.intra_latency_s)
+        nonnegative("nic_latency_s", self.nic_latency_s)
+        positive("params", self.params)
+        count("gradient_bytes", self.gradient_bytes)
+        count("batch", self.batch)
         if self.reference_batch is not None:
-            _count("reference_batch", self.reference_batch)
+            count("reference_batch", self.reference_batch)
         if self.reference_gpus is not None:
-            r = _count("reference_gpus", self.reference_gpus)
+            r = count("reference_gpus", self.reference_gpus)
             if r > min(g, n):
                 raise ValueError(f"reference_gpus must be at most one node (gpus_per_node={n}) and at most "
                                  f"gpus={g}, got {r}")
@@ -149,7 +150,7 @@ class DataParallelRun:
             raise ValueError(f"inter_algorithm must be one of {', '.join(INTER_ALGORITHMS)}; got "
                              f"{self.inter_algorithm!r}")
         if self.torus_cols is not None:
-            c = _count("torus_cols", self.torus_cols)
+            c = count("torus_cols", self.torus_cols)
             if c % n or g % c:
                 raise ValueError(f"torus_cols must be a multiple of gpus_per_node={n} that divides gpus={g}, "
                                  f"got {c}")
@@ -157,7 +158,7 @@ class DataParallelRun:
             raise TypeError(f"overlap must be True or False, got {self.overlap!r}")
         _fraction("backward_fraction", self.backward_fraction)
         if self.bucket_B is not None:
-            _positive("bucket_B", self.bucket_B)
+            positive("bucket_B", self.bucket_B)
 
     def replace(self, **changes) -> "DataParallelRun":
         """A copy with ``changes`` (checked again)."""
@@ -290,8 +291,8 @@ def exposed_allreduce_s(bucket_s, backward_s: float) -> float:
     >>> round(exposed_allreduce_s([0.5] * 4, 1.0), 6)   # network-bound: 0.25 + 4 x 0.5 - 1
     1.25
     """
-    times = [_nonnegative("bucket_s", t) for t in bucket_s]
-    backward = _nonnegative("backward_s", backward_s)
+    times = [nonnegative("bucket_s", t) for t in bucket_s]
+    backward = nonnegative("backward_s", backward_s)
     if not times:
         return 0.0
     gap = backward / len(times)          # between two buckets' gradients being ready
@@ -361,7 +362,7 @@ def communication_only(run: DataParallelRun, *, reference_step_s: float | None =
     if reference_step_s is None:
         base_step = base.calibration.compute_s(base.batch) + sum(_bucket_times(base, False))
     else:
-        base_step = _positive("reference_step_s", reference_step_s)
+        base_step = positive("reference_step_s", reference_step_s)
     per_sample = (base_step - sum(_bucket_times(base, False))) / base.batch
     if per_sample <= 0:
         raise ValueError(f"reference_step_s must exceed the baseline's own all-reduce, got {reference_step_s!r}")

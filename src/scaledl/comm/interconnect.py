@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from scaledl.comm.cost import allreduce_time
 from scaledl.comm.topology import IB_HOP_LATENCY_s, NVLINK_HOP_LATENCY_s, PCIE3_X16_Bps
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 
 __all__ = ["NVLINK2_LINK_Bps", "V100_NVLINKS", "NVSWITCH_PORTS", "DGX2_NVSWITCHES", "EDR_IB_PORT_Bps", "DGX1_IB_PORTS", "DGX2_IB_PORTS",
            "PCIE3_X16_Bps", "PCIE4_X16_Bps", "AC922_4GPU_LINKS_PER_GPU", "AC922_6GPU_LINKS_PER_GPU",

@@ -15,13 +15,13 @@ Every constant is named and cited where it is defined. The step-time model is de
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from scaledl.comm.cost import allreduce_time
 from scaledl.comm.topology import IB_NDR_Bps, NVLINK4_H100_Bps
+from scaledl._args import count, positive
 
 __all__ = ["BYTES_PER_PARAM_MIXED_ADAM", "H100_SXM", "HGX_H100", "GPUSpec", "training_bytes", "gpus_to_hold",
            "bubble_fraction", "pipeline_schedule", "in_flight", "column_parallel", "row_parallel",
@@ -90,35 +90,21 @@ class HGXNode:
 HGX_H100 = HGXNode(8, 4, H100_SXM, 10.2e3, 8)
 
 
-def _count(name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
-
-
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
-
-
 def training_bytes(params, bytes_per_param: float = BYTES_PER_PARAM_MIXED_ADAM) -> float:
     """Bytes of weights, gradients and optimizer state for ``params`` parameters (no activations)."""
-    return _positive("params", params) * _positive("bytes_per_param", bytes_per_param)
+    return positive("params", params) * positive("bytes_per_param", bytes_per_param)
 
 
 def gpus_to_hold(params, *, gpu_memory_B: float = H100_SXM.memory_B,
                  bytes_per_param: float = BYTES_PER_PARAM_MIXED_ADAM) -> int:
     """The fewest GPUs whose memory holds :func:`training_bytes` (a lower bound: activations excluded)."""
-    return math.ceil(training_bytes(params, bytes_per_param) / _positive("gpu_memory_B", gpu_memory_B))
+    return math.ceil(training_bytes(params, bytes_per_param) / positive("gpu_memory_B", gpu_memory_B))
 
 
 def bubble_fraction(stages, microbatches):
     """Idle fraction of a GPipe or 1F1B pipeline step: (p - 1) / (m + p - 1) (Narayanan et al., "Efficient
     Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC 2021)."""
-    p, m = _count("stages", stages), _count("microbatches", microbatches)
+    p, m = count("stages", stages), count("microbatches", microbatches)
     return (p - 1) / (m + p - 1)
 
 
@@ -139,8 +125,8 @@ def pipeline_schedule(kind: str, stages: int, microbatches: int, *, forward: flo
     """
     if kind not in ("gpipe", "1f1b"):
         raise ValueError(f"unknown pipeline schedule {kind!r}; expected 'gpipe' or '1f1b'")
-    p, m = _count("stages", stages), _count("microbatches", microbatches)
-    tf, tb = _positive("forward", forward), _positive("backward", backward)
+    p, m = count("stages", stages), count("microbatches", microbatches)
+    tf, tb = positive("forward", forward), positive("backward", backward)
     orders = []
     for s in range(p):
         if kind == "gpipe":
@@ -197,7 +183,7 @@ def column_parallel(x, w, parts: int, matmul=None) -> list[np.ndarray]:
     """Each of ``parts`` GPUs' output of a column-split layer: GPU i holds columns block i of ``w`` and computes
     ``x @ w[:, block i]``; concatenating the outputs (an all-gather) gives ``x @ w``."""
     matmul = matmul or np.matmul
-    cuts = [(i * w.shape[1]) // parts for i in range(_count("parts", parts) + 1)]
+    cuts = [(i * w.shape[1]) // parts for i in range(count("parts", parts) + 1)]
     return [matmul(x, np.ascontiguousarray(w[:, a:b])) for a, b in zip(cuts, cuts[1:])]
 
 
@@ -206,7 +192,7 @@ def row_parallel(x, w, parts: int, matmul=None) -> list[np.ndarray]:
     columns of ``x``, and computes ``x[:, block i] @ w[block i, :]``; summing them (an all-reduce) gives
     ``x @ w``, up to the order of the additions."""
     matmul = matmul or np.matmul
-    cuts = [(i * w.shape[0]) // parts for i in range(_count("parts", parts) + 1)]
+    cuts = [(i * w.shape[0]) // parts for i in range(count("parts", parts) + 1)]
     return [matmul(np.ascontiguousarray(x[:, a:b]), np.ascontiguousarray(w[a:b, :])) for a, b in zip(cuts, cuts[1:])]
 
 
@@ -218,7 +204,7 @@ def gpt_shape(params: float, *, width_per_layer: int = 128) -> tuple[int, int]:
     >>> gpt_shape(175e9)
     (96, 12288)
     """
-    h = (_positive("params", params) * width_per_layer / 12) ** (1 / 3)
+    h = (positive("params", params) * width_per_layer / 12) ** (1 / 3)
     h = max(128, int(round(h / 128)) * 128)
     return max(1, round(h / width_per_layer)), h
 
@@ -254,8 +240,8 @@ def step_time(layout: Layout, gpu: GPUSpec = H100_SXM, *, nic_Bps: float = IB_ND
         ValueError: a layout whose tp exceeds 8 or whose pp exceeds the model's layers.
     """
     layers, hidden = gpt_shape(layout.params)
-    tp, pp, dp = _count("tp", layout.tp), _count("pp", layout.pp), _count("dp", layout.dp)
-    m = _count("microbatches", layout.microbatches)
+    tp, pp, dp = count("tp", layout.tp), count("pp", layout.pp), count("dp", layout.dp)
+    m = count("microbatches", layout.microbatches)
     if tp > 8:
         raise ValueError(f"tp must be <= 8 (a tensor-parallel group stays inside one NVSwitch node), got {tp}")
     if pp > layers:
@@ -301,9 +287,9 @@ def data_parallel_scaling(gpus, *, compute_1gpu_s: float, gradient_B: float, gpu
     g = np.asarray(gpus)
     if g.size and np.min(g) < 1:
         raise ValueError(f"gpus must be >= 1, got {g.tolist()}")
-    per_node, nics = _count("gpus_per_node", gpus_per_node), _count("nics_per_node", nics_per_node)
-    nvlink, nic = _positive("nvlink_Bps", nvlink_Bps), _positive("nic_Bps", nic_Bps)
-    compute = _positive("compute_1gpu_s", compute_1gpu_s) / g
+    per_node, nics = count("gpus_per_node", gpus_per_node), count("nics_per_node", nics_per_node)
+    nvlink, nic = positive("nvlink_Bps", nvlink_Bps), positive("nic_Bps", nic_Bps)
+    compute = positive("compute_1gpu_s", compute_1gpu_s) / g
     cross_Bps = min(nics * nic, nvlink)
     comm = np.where(g <= per_node,
                     allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nvlink),
@@ -317,8 +303,8 @@ def training_flop_per_example(forward_multiply_adds, *, train_over_forward: floa
     >>> training_flop_per_example(RESNET50_FORWARD_MULTIPLY_ADDS) / 1e9   # 2 x 3 x 4.1 G
     24.6
     """
-    return (FLOP_PER_MULTIPLY_ADD * _positive("train_over_forward", train_over_forward)
-            * _positive("forward_multiply_adds", forward_multiply_adds))
+    return (FLOP_PER_MULTIPLY_ADD * positive("train_over_forward", train_over_forward)
+            * positive("forward_multiply_adds", forward_multiply_adds))
 
 
 def crossover_gpus(gpus, compute_s, comm_s):

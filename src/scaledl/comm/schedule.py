@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaledl.comm.cost import ALLREDUCE_ALGORITHMS
+from scaledl._args import count
 
 __all__ = ["Transfer", "Schedule", "build", "relabel", "allreduce", "run", "bounds", "btree", "double_binary_tree"]
 
@@ -234,17 +235,9 @@ def build(algorithm: str, p: int, length: int) -> Schedule:
     if algorithm not in _BUILDERS:
         raise ValueError(f"unknown allreduce algorithm {algorithm!r}; expected one of "
                          f"{', '.join(ALLREDUCE_ALGORITHMS)}")
-    p, length = _count("p", p, 1), _count("length", length, 0)
+    p, length = count("p", p, 1), count("length", length, 0)
     rounds = [r for r in _BUILDERS[algorithm](p, length) if r] if p > 1 else []
     return Schedule(algorithm, p, length, tuple(rounds))
-
-
-def _count(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
 
 
 def relabel(schedule: Schedule, order) -> Schedule:

@@ -24,9 +24,9 @@ factor broadcasting, whichever moves fewer bytes (:func:`per_worker_bytes`).
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
+from scaledl._args import count
 
 __all__ = ["SCHEMES", "dense_gradient_bytes", "factor_bytes", "crossover_batch", "per_worker_bytes",
            "sfb_crossover_batch", "weight_gradient", "gradient_from_factors", "rounding_bound"]
@@ -34,22 +34,14 @@ __all__ = ["SCHEMES", "dense_gradient_bytes", "factor_bytes", "crossover_batch",
 SCHEMES = ("ps", "ps_factors", "sfb")
 
 
-def _count(name: str, value, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def dense_gradient_bytes(m: int, n: int, *, bytes_per_value: int = 4) -> int:
     """Bytes of an m x n weight gradient (FP32 by default)."""
-    return _count("m", m) * _count("n", n) * _count("bytes_per_value", bytes_per_value)
+    return count("m", m) * count("n", n) * count("bytes_per_value", bytes_per_value)
 
 
 def factor_bytes(m: int, n: int, batch: int, *, bytes_per_value: int = 4) -> int:
     """Bytes of its sufficient factors for ``batch`` examples: batch x (m + n) values."""
-    return _count("batch", batch) * (_count("m", m) + _count("n", n)) * _count("bytes_per_value", bytes_per_value)
+    return count("batch", batch) * (count("m", m) + count("n", n)) * count("bytes_per_value", bytes_per_value)
 
 
 def crossover_batch(m: int, n: int) -> float:
@@ -58,7 +50,7 @@ def crossover_batch(m: int, n: int) -> float:
     Below it the factors are smaller. It is at most min(m, n) and at least half of it (m n / (m + n) is half
     the harmonic mean of m and n), so a layer must be wide in both dimensions for the factors to pay.
     """
-    m, n = _count("m", m), _count("n", n)
+    m, n = count("m", m), count("n", n)
     return m * n / (m + n)
 
 
@@ -72,7 +64,7 @@ def per_worker_bytes(scheme: str, m: int, n: int, *, batch: int, workers: int, b
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme={scheme!r}; expected one of {', '.join(SCHEMES)}")
-    p = _count("workers", workers)
+    p = count("workers", workers)
     dense = dense_gradient_bytes(m, n, bytes_per_value=bytes_per_value)
     factors = factor_bytes(m, n, batch, bytes_per_value=bytes_per_value)
     if scheme == "ps":
@@ -85,7 +77,7 @@ def per_worker_bytes(scheme: str, m: int, n: int, *, batch: int, workers: int, b
 def sfb_crossover_batch(m: int, n: int, workers: int) -> float:
     """Per-worker batch below which broadcasting factors moves fewer bytes than a parameter server:
     2 (P - 1) B (m + n) < 2 m n, i.e. B < m n / ((P - 1)(m + n)). Infinite for one worker (nothing to send)."""
-    p = _count("workers", workers)
+    p = count("workers", workers)
     return float("inf") if p == 1 else crossover_batch(m, n) / (p - 1)
 
 

@@ -22,6 +22,7 @@ import numbers
 import networkx as nx
 
 from scaledl.comm.routes import path_alpha_beta, ring_order, ring_seconds_per_byte
+from scaledl._args import count, nonnegative, positive
 
 __all__ = ["PCIE3_X16_Bps", "QPI_9_6GTs_Bps", "NVLINK4_H100_Bps", "IB_NDR_Bps", "PCIE_HOP_LATENCY_s",
            "NVLINK_HOP_LATENCY_s", "IB_HOP_LATENCY_s", "TOPOLOGIES", "switch", "ring", "svail_pcie_node",
@@ -61,22 +62,6 @@ PCIE5_X16_Bps = 32e9 * 16 * 128 / 130 / 8
 LEAF_DOWN_PORTS = 64 // 2
 
 
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
-
-
-def _latency(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"latency_s must be a number, got {value!r} ({type(value).__name__})")
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"latency_s must be >= 0 and finite, got {value!r}")
-    return float(value)
-
-
 def _ranks(p) -> int:
     if isinstance(p, bool) or not isinstance(p, numbers.Integral):
         raise TypeError(f"p must be an int (a number of ranks), got {p!r}")
@@ -99,7 +84,7 @@ def _duplex(g: nx.DiGraph, u, v, bandwidth_Bps: float, latency_s: float) -> None
 def switch(p: int, *, bandwidth_Bps: float, latency_s: float) -> nx.DiGraph:
     """p ranks on one non-blocking (full-bisection) switch. Each rank's cable has ``bandwidth_Bps`` each way
     and half of ``latency_s``, so a rank-to-rank message costs exactly latency_s + n / bandwidth_Bps."""
-    p, bw, lat = _ranks(p), _positive("bandwidth_Bps", bandwidth_Bps), _latency(latency_s)
+    p, bw, lat = _ranks(p), positive("bandwidth_Bps", bandwidth_Bps), nonnegative("latency_s", latency_s)
     g = _graph(f"switch({p})", p)
     for r in range(p):
         _duplex(g, r, "switch", bw, lat / 2)
@@ -108,7 +93,7 @@ def switch(p: int, *, bandwidth_Bps: float, latency_s: float) -> nx.DiGraph:
 
 def ring(p: int, *, bandwidth_Bps: float, latency_s: float) -> nx.DiGraph:
     """p ranks cabled in a ring, each rank to its two neighbours (one cable when p = 2)."""
-    p, bw, lat = _ranks(p), _positive("bandwidth_Bps", bandwidth_Bps), _latency(latency_s)
+    p, bw, lat = _ranks(p), positive("bandwidth_Bps", bandwidth_Bps), nonnegative("latency_s", latency_s)
     g = _graph(f"ring({p})", p)
     for r in range(p if p > 2 else p - 1):
         _duplex(g, r, (r + 1) % p, bw, lat)
@@ -125,7 +110,7 @@ def svail_pcie_node(*, pcie_Bps: float = PCIE3_X16_Bps, qpi_Bps: float = QPI_9_6
     slides give the domains and that advice; one PCIe switch per domain with a single x16 uplink is this
     model's assumption (the common layout of such 8-GPU servers), as are the link latencies.
     """
-    pcie, qpi, lat = _positive("pcie_Bps", pcie_Bps), _positive("qpi_Bps", qpi_Bps), _latency(latency_s)
+    pcie, qpi, lat = positive("pcie_Bps", pcie_Bps), positive("qpi_Bps", qpi_Bps), nonnegative("latency_s", latency_s)
     g = _graph("SVAIL 8-GPU PCIe node", 8)
     for gpu in range(8):
         _duplex(g, gpu, f"plx{gpu // 4}", pcie, lat)
@@ -153,8 +138,8 @@ def multi_node(nodes: int, gpus_per_node: int = 8, *, nvlink_Bps: float = NVLINK
     traffic leaves through the sender's NIC and enters through the receiver's.
     """
     nodes, gpn = _ranks(nodes), _ranks(gpus_per_node)
-    nv, nic = _positive("nvlink_Bps", nvlink_Bps), _positive("nic_Bps", nic_Bps)
-    nv_lat, nic_lat = _latency(nvlink_latency_s), _latency(nic_latency_s)
+    nv, nic = positive("nvlink_Bps", nvlink_Bps), positive("nic_Bps", nic_Bps)
+    nv_lat, nic_lat = nonnegative("latency_s", nvlink_latency_s), nonnegative("latency_s", nic_latency_s)
     g = _graph(f"{nodes} nodes x {gpn} GPUs, NVLink + InfiniBand", nodes * gpn)
     for node in range(nodes):
         for local in range(gpn):
@@ -174,7 +159,7 @@ def hybrid_cube_mesh(*, link_Bps: float = NVLINK1_P100_LINK_Bps,
     >>> sorted(v for v in g.successors(0)), g.has_edge(3, 4)
     ([1, 2, 3, 4], False)
     """
-    bw, lat = _positive("link_Bps", link_Bps), _latency(latency_s)
+    bw, lat = positive("link_Bps", link_Bps), nonnegative("latency_s", latency_s)
     g = _graph("DGX-1 hybrid cube mesh (8 GPUs)", 8)
     for quad in (0, 4):
         for a in range(quad, quad + 4):
@@ -207,9 +192,9 @@ def from_graph(graph, *, bandwidth_Bps: float | None = None, latency_s: float | 
         if bw is None or lat is None:
             raise ValueError(f"link {u!r} -> {v!r} has no bandwidth_Bps/latency_s and no default was given")
         if graph.is_directed():
-            g.add_edge(u, v, bandwidth_Bps=_positive("bandwidth_Bps", bw), latency_s=_latency(lat))
+            g.add_edge(u, v, bandwidth_Bps=positive("bandwidth_Bps", bw), latency_s=nonnegative("latency_s", lat))
         else:
-            _duplex(g, u, v, _positive("bandwidth_Bps", bw), _latency(lat))
+            _duplex(g, u, v, positive("bandwidth_Bps", bw), nonnegative("latency_s", lat))
     for r in ranks:
         missing = set(ranks) - nx.descendants(g, r) - {r}
         if missing:
@@ -233,20 +218,12 @@ def with_links(topology: nx.DiGraph, overrides: dict, *, both_directions: bool =
                 raise ValueError(f"link {a!r} -> {b!r} is not in topology {g.graph.get('name')!r}")
             for key, value in attrs.items():
                 if key == "bandwidth_Bps":
-                    g.edges[a, b][key] = _positive(key, value)
+                    g.edges[a, b][key] = positive(key, value)
                 elif key == "latency_s":
-                    g.edges[a, b][key] = _latency(value)
+                    g.edges[a, b][key] = nonnegative("latency_s", value)
                 else:
                     raise ValueError(f"link attribute must be bandwidth_Bps or latency_s, got {key!r}")
     return g
-
-
-def _count(name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
 
 
 def cluster(nodes: int, gpus_per_node: int = 8, *, nics_per_node: int | None = None,
@@ -293,12 +270,12 @@ def cluster(nodes: int, gpus_per_node: int = 8, *, nics_per_node: int | None = N
         ValueError: counts < 1, gpus_per_node not a multiple of nics_per_node, an oversubscription below 1 or
             that does not divide the leaf's NIC cables into whole up-ports, bandwidths <= 0, latencies < 0.
     """
-    nodes, g = _count("nodes", nodes), _count("gpus_per_node", gpus_per_node)
-    k = g if nics_per_node is None else _count("nics_per_node", nics_per_node)
+    nodes, g = count("nodes", nodes), count("gpus_per_node", gpus_per_node)
+    k = g if nics_per_node is None else count("nics_per_node", nics_per_node)
     if g % k:
         raise ValueError(f"nics_per_node must divide gpus_per_node={g} (each NIC serves the same number of "
                          f"GPUs), got {k}")
-    per_leaf = max(1, LEAF_DOWN_PORTS // k) if nodes_per_leaf is None else _count("nodes_per_leaf",
+    per_leaf = max(1, LEAF_DOWN_PORTS // k) if nodes_per_leaf is None else count("nodes_per_leaf",
                                                                                    nodes_per_leaf)
     if isinstance(oversubscription, bool) or not isinstance(oversubscription, numbers.Real):
         raise TypeError(f"oversubscription must be a number, got {oversubscription!r}")
@@ -309,10 +286,10 @@ def cluster(nodes: int, gpus_per_node: int = 8, *, nics_per_node: int | None = N
                          f"(nodes_per_leaf={per_leaf} x nics_per_node={k}) into whole up-ports, got "
                          f"{oversubscription!r}")
     up = round(up)
-    nv, nic, pcie = (_positive("nvlink_Bps", nvlink_Bps), _positive("nic_Bps", nic_Bps),
-                     _positive("pcie_Bps", pcie_Bps))
-    nv_lat, nic_lat = _latency(nvlink_latency_s), _latency(nic_latency_s)
-    spine_lat = _latency(spine_latency_s)
+    nv, nic, pcie = (positive("nvlink_Bps", nvlink_Bps), positive("nic_Bps", nic_Bps),
+                     positive("pcie_Bps", pcie_Bps))
+    nv_lat, nic_lat = nonnegative("latency_s", nvlink_latency_s), nonnegative("latency_s", nic_latency_s)
+    spine_lat = nonnegative("latency_s", spine_latency_s)
     leaves = -(-nodes // per_leaf)
     name = (f"{nodes} nodes x {g} GPUs, {k} NICs per node, {leaves} leaves"
             + (f", spine 1:{oversubscription:g}" if leaves > 1 else ""))
@@ -354,8 +331,8 @@ def torus(rows: int, cols: int, *, bandwidth_Bps: float, latency_s: float) -> nx
     >>> sorted(g.successors(0)), g.number_of_edges()    # 4 neighbours each, 2 x 30 cables
     ([1, 4, 5, 10], 60)
     """
-    rows, cols = _count("rows", rows), _count("cols", cols)
-    bw, lat = _positive("bandwidth_Bps", bandwidth_Bps), _latency(latency_s)
+    rows, cols = count("rows", rows), count("cols", cols)
+    bw, lat = positive("bandwidth_Bps", bandwidth_Bps), nonnegative("latency_s", latency_s)
     g = _graph(f"torus({rows} x {cols})", rows * cols)
     for r in range(rows):
         for c in range(cols):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from scaledl.comm.cost import ALLREDUCE_ALGORITHMS
-from scaledl.comm.schedule import _BUILDERS, Schedule, Transfer, _count, _round, bounds
+from scaledl._args import count
+from scaledl.comm.schedule import _BUILDERS, Schedule, Transfer, _round, bounds
 
 __all__ = ["hierarchical", "torus_2d", "hierarchical_rounds"]
 
@@ -65,8 +66,8 @@ def hierarchical(nodes: int, ranks_per_node: int, length: int, *, inter: str = "
     if inter not in _BUILDERS:
         raise ValueError(f"inter must be an allreduce algorithm, one of {', '.join(ALLREDUCE_ALGORITHMS)}; "
                          f"got {inter!r}")
-    nodes, g = _count("nodes", nodes, 1), _count("ranks_per_node", ranks_per_node, 1)
-    length = _count("length", length, 0)
+    nodes, g = count("nodes", nodes, 1), count("ranks_per_node", ranks_per_node, 1)
+    length = count("length", length, 0)
     return Schedule(f"hierarchical({inter})", nodes * g, length, tuple(_two_level(nodes, g, length, inter)))
 
 
@@ -87,7 +88,7 @@ def torus_2d(rows: int, cols: int, length: int) -> Schedule:
     Raises:
         ValueError: rows or cols < 1, length < 0.
     """
-    rows, cols, length = _count("rows", rows, 1), _count("cols", cols, 1), _count("length", length, 0)
+    rows, cols, length = count("rows", rows, 1), count("cols", cols, 1), count("length", length, 0)
     return Schedule("torus_2d", rows * cols, length, tuple(_two_level(rows, cols, length, "ring")))
 
 
@@ -121,8 +122,8 @@ def hierarchical_rounds(nodes: int, ranks_per_node: int, length: int, *, inter: 
     if inter not in _BUILDERS:
         raise ValueError(f"inter must be an allreduce algorithm, one of {', '.join(ALLREDUCE_ALGORITHMS)}; "
                          f"got {inter!r}")
-    nodes, g = _count("nodes", nodes, 1), _count("ranks_per_node", ranks_per_node, 1)
-    length = _count("length", length, 0)
+    nodes, g = count("nodes", nodes, 1), count("ranks_per_node", ranks_per_node, 1)
+    length = count("length", length, 0)
     b = np.asarray(bounds(length, g), dtype=np.int64)
 
     def keep(src, dst, start, stop, is_reduce):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from scaledl._args import count
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,6 @@ class Occupancy:
     occupancy: float  # resident warps / the SM's maximum
 
 
-def _positive_int(name, v, allow_zero=False):
-    if isinstance(v, bool) or not isinstance(v, int) or v < (0 if allow_zero else 1):
-        raise ValueError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} int, got {v!r}")
-
-
 def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
               sm: SMLimits = H100_SXM) -> Occupancy:
     """Blocks of a kernel resident on one SM at once, and which limit binds.
@@ -79,9 +75,9 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
         ValueError: a non-positive size, a block above the SM's thread limit, more registers per thread
             than the architecture allows, or more shared memory than an SM has.
     """
-    _positive_int("threads_per_block", threads_per_block)
-    _positive_int("registers_per_thread", registers_per_thread)
-    _positive_int("shared_bytes_per_block", shared_bytes_per_block, allow_zero=True)
+    count("threads_per_block", threads_per_block)
+    count("registers_per_thread", registers_per_thread)
+    count("shared_bytes_per_block", shared_bytes_per_block, 0)
     if threads_per_block > min(sm.max_threads, 1024):
         raise ValueError(f"threads_per_block={threads_per_block} exceeds the 1024 threads a block may have")
     if registers_per_thread > sm.max_registers_per_thread:
@@ -127,7 +123,7 @@ def launch_waves(M: int, N: int, block_m: int, block_n: int, blocks_per_sm: int 
     """
     for name, v in (("M", M), ("N", N), ("block_m", block_m), ("block_n", block_n),
                     ("blocks_per_sm", blocks_per_sm)):
-        _positive_int(name, v)
+        count(name, v)
     gm, gn = -(-M // block_m), -(-N // block_n)
     blocks = gm * gn
     slots = sm.n_sms * blocks_per_sm
@@ -147,9 +143,9 @@ def warp_load_sectors(stride_elements: int, element_bytes: int = 4, warp_size: i
     >>> warp_load_sectors(1), warp_load_sectors(0), warp_load_sectors(1000)
     (4, 1, 32)
     """
-    _positive_int("stride_elements", stride_elements, allow_zero=True)
+    count("stride_elements", stride_elements, 0)
     for name, v in (("element_bytes", element_bytes), ("warp_size", warp_size), ("sector_bytes", sector_bytes)):
-        _positive_int(name, v)
+        count(name, v)
     sectors = set()
     for lane in range(warp_size):
         start = lane * stride_elements * element_bytes  # the array starts on a sector boundary

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 
 KiB = 1024
 

@@ -26,6 +26,7 @@ from scaledl.nn.model import mlp
 from scaledl.nn.optim import SGD
 from scaledl.nn.stale import StaleGradients
 from scaledl.nn.train import train
+from scaledl._args import count
 
 __all__ = ["SIZES", "Run", "run", "sweep", "best_per_batch", "fit_steps_model", "plot_steps_vs_batch",
            "ordered_sum", "bits_differ", "shuffled_sum_reducer", "implied_throughput", "view_run"]
@@ -55,12 +56,6 @@ class Run:
         return self.steps_to_target is not None
 
 
-def _positive_int(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
-
-
 def run(data, *, batch_size: int, lr: float, max_steps: int, target: float | None = None, momentum: float = 0.9,
         warmup_epochs: float = 0.0, base_batch_size: int | None = None, staleness: int = 0, seed: int = 0,
         sizes=SIZES, eval_every: int | None = None, workers: int = 1, reducer=None) -> Run:
@@ -81,7 +76,7 @@ def run(data, *, batch_size: int, lr: float, max_steps: int, target: float | Non
         ValueError: non-positive batch size or max_steps, a learning rate that is not positive, a
             negative warm-up, or a target outside (0, 1].
     """
-    batch_size, max_steps = _positive_int("batch_size", batch_size), _positive_int("max_steps", max_steps)
+    batch_size, max_steps = count("batch_size", batch_size), count("max_steps", max_steps)
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (lr > 0 and math.isfinite(lr)):
         raise ValueError(f"lr must be a positive finite learning rate, got {lr!r}")
     if target is not None and not (0 < target <= 1):
@@ -123,7 +118,7 @@ def sweep(data, batch_sizes, lrs, *, target: float, max_samples: int, seeds=(0,)
     steps to target found so far at its batch size: its learning rate's mean over the seeds can then no
     longer be the best, so :func:`best_per_batch` is unchanged and the sweep is much faster.
     """
-    max_samples = _positive_int("max_samples", max_samples)
+    max_samples = count("max_samples", max_samples)
     if not len(batch_sizes) or not len(lrs) or not len(seeds):
         raise ValueError("batch_sizes, lrs and seeds must each be non-empty")
     runs = []

@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scaledl._args import count
 
 __all__ = ["NoiseScale", "noise_scale", "measure_noise_scale"]
 
@@ -34,12 +35,6 @@ class NoiseScale:
     g_sq: float
     trace_sigma: float
     b_simple: float
-
-
-def _positive_int(name, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer batch size, got {value!r}")
-    return int(value)
 
 
 def noise_scale(g_small_sq, g_big_sq, b_small: int, b_big: int) -> NoiseScale:
@@ -54,7 +49,7 @@ def noise_scale(g_small_sq, g_big_sq, b_small: int, b_big: int) -> NoiseScale:
         ValueError: batch sizes that are not positive integers with b_small < b_big, or norms that are
             negative, non-finite or empty.
     """
-    b_small, b_big = _positive_int("b_small", b_small), _positive_int("b_big", b_big)
+    b_small, b_big = count("b_small", b_small), count("b_big", b_big)
     if b_small >= b_big:
         raise ValueError(f"b_small must be smaller than b_big, got b_small={b_small}, b_big={b_big}")
     means = []
@@ -75,8 +70,8 @@ def measure_noise_scale(model, data, *, b_small: int, b_big: int, pairs: int = 3
     Draws ``pairs`` batches of each size with replacement (the estimators assume independent samples),
     computes their mean-loss gradients, and feeds the squared norms (float64) to :func:`noise_scale`.
     """
-    pairs = _positive_int("pairs", pairs)
-    if _positive_int("b_small", b_small) >= _positive_int("b_big", b_big):
+    pairs = count("pairs", pairs)
+    if count("b_small", b_small) >= count("b_big", b_big):
         raise ValueError(f"b_small must be smaller than b_big, got b_small={b_small}, b_big={b_big}")
     rng = np.random.default_rng(seed)
     sq = {b_small: [], b_big: []}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scaledl.perf._checks import positive as _positive
+from scaledl._args import positive as _positive
 
 
 @dataclass(frozen=True)

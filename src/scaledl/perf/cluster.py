@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 
 # ---------------------------------------------------------------------------------------------- servers
 V100_FP16_TENSOR_TFLOPS = 125.0  # NVIDIA Tesla V100 datasheet (SXM2): 125 TFLOPS "deep learning"

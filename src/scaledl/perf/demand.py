@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from scaledl.perf import hardware
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 from scaledl.perf.training import PETAFLOP_DAY_FLOP, SECONDS_PER_DAY, TWO_WEEKS_S, trainable_flops
 
 __all__ = ["EXAFLOP", "Landmark", "SEED_000", "SEED_003", "SEED_002", "LANDMARKS", "exaflop_to_pf_days",

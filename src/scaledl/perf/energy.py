@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaledl.perf._checks import positive as _positive
+from scaledl._args import positive as _positive
 
 # --- GPU instruction energies (Dally, "Scaling ML with NVIDIA GPUs", ScaledML 2018; and the table of
 # --- Dally, "Trends in Deep Learning Hardware", 2023 lecture, as summarised in C. Mills' notes, 2024). Math energy only, overhead excluded.

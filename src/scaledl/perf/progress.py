@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from scaledl.perf import hardware
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 
 __all__ = ["SEED_002_ALGORITHM_GAIN", "HERNANDEZ_BROWN_GAIN", "HERNANDEZ_BROWN_YEARS",
            "HERNANDEZ_BROWN_DOUBLING_MONTHS", "doubling_time_months", "gain_over", "years_to_gain",

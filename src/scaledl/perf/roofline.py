@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaledl.perf._checks import positive as _positive
+from scaledl._args import positive as _positive
 from scaledl.plotting import label_points
 
 # Bytes one element occupies in memory. TF32 is an arithmetic mode: its operands are stored as FP32.

@@ -32,18 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaledl.perf._checks import positive as _positive
+from scaledl._args import count, positive as _positive
 from scaledl.perf.roofline import BYTES_PER_ELEMENT
 
 FORMATS = ("dense", "csr", "2:4")
 METADATA_BITS = 2  # per kept value of a 2:4 group (Mishra et al. 2021, arXiv:2104.08378)
 CSR_PRECISION = "fp32"  # the rate CSR kernels run at: CUDA cores, FP32 accumulation
-
-
-def _count(name: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    return v
 
 
 def _density(d) -> float:
@@ -54,7 +48,7 @@ def _density(d) -> float:
 
 def dense_nbytes(M: int, K: int, value_nbytes: int = 4) -> int:
     """Bytes of a dense ``M x K`` matrix."""
-    return _count("M", M) * _count("K", K) * int(_positive("value_nbytes", value_nbytes))
+    return count("M", M, 0) * count("K", K, 0) * int(_positive("value_nbytes", value_nbytes))
 
 
 def csr_nbytes(M: int, K: int, nnz: int, *, value_nbytes: int = 4, index_nbytes: int = 4,
@@ -64,7 +58,7 @@ def csr_nbytes(M: int, K: int, nnz: int, *, value_nbytes: int = 4, index_nbytes:
     >>> csr_nbytes(3, 4, 5)  # 5 x (4 + 4) + 4 x 4
     56
     """
-    if _count("nnz", nnz) > _count("M", M) * _count("K", K):
+    if count("nnz", nnz, 0) > count("M", M, 0) * count("K", K, 0):
         raise ValueError(f"nnz must be at most M x K = {M * K}, got {nnz}")
     for name, v in (("value_nbytes", value_nbytes), ("index_nbytes", index_nbytes),
                     ("rowptr_nbytes", rowptr_nbytes)):
@@ -75,9 +69,9 @@ def csr_nbytes(M: int, K: int, nnz: int, *, value_nbytes: int = 4, index_nbytes:
 def bytes_per_nonzero(M: int, nnz: int, *, value_nbytes: int = 4, index_nbytes: int = 4,
                       rowptr_nbytes: int = 4) -> float:
     """CSR bytes divided by ``nnz``: ``v + i + (M + 1) p / nnz`` (the row pointers shared out)."""
-    if _count("nnz", nnz) == 0:
+    if count("nnz", nnz, 0) == 0:
         raise ValueError("nnz must be positive to share the row pointers out, got 0")
-    return value_nbytes + index_nbytes + (_count("M", M) + 1) * rowptr_nbytes / nnz
+    return value_nbytes + index_nbytes + (count("M", M, 0) + 1) * rowptr_nbytes / nnz
 
 
 def nm_nbytes(M: int, K: int, value_nbytes: int = 2, n: int = 2, m: int = 4) -> int:
@@ -85,8 +79,8 @@ def nm_nbytes(M: int, K: int, value_nbytes: int = 2, n: int = 2, m: int = 4) -> 
     (:func:`scaledl.sparsity.nm.metadata_words`, so partial words count whole)."""
     from scaledl.sparsity.nm import metadata_words
 
-    kept = -(-_count("K", K) // m) * n
-    return _count("M", M) * (kept * int(_positive("value_nbytes", value_nbytes)) + 2 * metadata_words(K, n, m))
+    kept = -(-count("K", K, 0) // m) * n
+    return count("M", M, 0) * (kept * int(_positive("value_nbytes", value_nbytes)) + 2 * metadata_words(K, n, m))
 
 
 def nm_fraction_of_dense(value_bits: int = 16, n: int = 2, m: int = 4, index_bits: int = METADATA_BITS) -> float:
@@ -101,7 +95,7 @@ def nm_fraction_of_dense(value_bits: int = 16, n: int = 2, m: int = 4, index_bit
 def csr_bytes_crossover_density(M: int, K: int, *, value_nbytes: int = 4, index_nbytes: int = 4,
                                 rowptr_nbytes: int = 4) -> float:
     """The density below which CSR holds fewer bytes than dense: ``(M K v - (M + 1) p) / (M K (v + i))``."""
-    MK = _count("M", M) * _count("K", K)
+    MK = count("M", M, 0) * count("K", K, 0)
     if MK == 0:
         raise ValueError(f"M x K must be positive, got {M} x {K}")
     return max(0.0, (MK * value_nbytes - (M + 1) * rowptr_nbytes) / (MK * (value_nbytes + index_nbytes)))
@@ -150,7 +144,7 @@ def product_cost(fmt: str, device, M: int, K: int, N: int, density: float = 1.0,
     if fmt not in FORMATS:
         raise ValueError(f"fmt={fmt!r} is not a format; expected one of {FORMATS}")
     for name, v in (("M", M), ("K", K), ("N", N)):
-        if _count(name, v) == 0:
+        if count(name, v, 0) == 0:
             raise ValueError(f"{name} must be positive, got 0")
     v = BYTES_PER_ELEMENT[precision] if precision in BYTES_PER_ELEMENT else None
     if v is None:

@@ -18,6 +18,7 @@ import numbers
 
 from scaledl.perf import hardware
 from scaledl.perf.hardware import Device
+from scaledl._args import positive
 
 __all__ = ["SECONDS_PER_DAY", "TWO_WEEKS_S", "PETAFLOP_DAY_FLOP", "sustained_FLOPS", "training_time_s",
            "training_time_days", "trainable_flops", "devices_needed", "training_time_view", "format_duration"]
@@ -27,14 +28,6 @@ SECONDS_PER_DAY = 86_400
 TWO_WEEKS_S = 14 * SECONDS_PER_DAY
 # The unit of OpenAI's "AI and Compute" charts and of seed 002: a petaflop/s sustained for a day.
 PETAFLOP_DAY_FLOP = 1e15 * SECONDS_PER_DAY  # 8.64e19 FLOP
-
-
-def _check_positive(name: str, value, what: str = "a positive number") -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return float(value)
 
 
 def _check_count(count) -> int:
@@ -85,7 +78,7 @@ def training_time_s(flops: float, device: str | Device, count: int = 1, utilizat
     >>> round(training_time_s(1e15, "K40", precision="fp32", utilization=1.0), 1)  # 1e15 / 4.29e12
     233.1
     """
-    flops = _check_positive("flops", flops, "a positive number of floating-point operations")
+    flops = positive("flops", flops, what="a positive number of floating-point operations")
     return flops / sustained_FLOPS(device, count, utilization, precision)
 
 
@@ -98,14 +91,14 @@ def training_time_days(flops: float, device: str | Device, count: int = 1, utili
 def trainable_flops(time_s: float, device: str | Device, count: int = 1, utilization: float = 0.4,
                     precision: str = "fp16") -> float:
     """The work (FLOP) that ``count`` devices finish in ``time_s`` seconds: the inverse of training_time_s."""
-    time_s = _check_positive("time_s", time_s, "a positive duration in seconds")
+    time_s = positive("time_s", time_s, what="a positive duration in seconds")
     return time_s * sustained_FLOPS(device, count, utilization, precision)
 
 
 def devices_needed(flops: float, device: str | Device, time_s: float, utilization: float = 0.4,
                    precision: str = "fp16") -> int:
     """The smallest number of devices that finishes ``flops`` within ``time_s`` seconds."""
-    flops = _check_positive("flops", flops, "a positive number of floating-point operations")
+    flops = positive("flops", flops, what="a positive number of floating-point operations")
     per_device = trainable_flops(time_s, device, 1, utilization, precision)
     # a hair of tolerance so that an exact fit (e.g. 8 devices for exactly 8 devices' work) is not rounded up
     return max(1, math.ceil(flops / per_device * (1 - 1e-12)))
@@ -113,7 +106,7 @@ def devices_needed(flops: float, device: str | Device, time_s: float, utilizatio
 
 def format_duration(time_s: float) -> str:
     """A duration in the unit a person would use: '45 s', '3.2 h', '12.5 days', '3.4 years'."""
-    time_s = _check_positive("time_s", time_s, "a positive duration in seconds")
+    time_s = positive("time_s", time_s, what="a positive duration in seconds")
     for unit, seconds in (("years", 365.25 * SECONDS_PER_DAY), ("days", SECONDS_PER_DAY), ("h", 3600),
                           ("min", 60)):
         if time_s >= (2 * seconds if unit == "years" else seconds):
@@ -143,7 +136,7 @@ def training_time_view(flops: float = PETAFLOP_DAY_FLOP, device: str = "A100 SXM
     import matplotlib.pyplot as plt
 
     chosen = hardware.get(device)
-    flops = _check_positive("flops", flops, "a positive number of floating-point operations")
+    flops = positive("flops", flops, what="a positive number of floating-point operations")
     count = _check_count(count)
     utilization = _check_utilization(utilization)
     if precision != "best" and precision not in hardware.PRECISIONS:

@@ -18,19 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaledl.perf._checks import positive
-
-
-def _count(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+from scaledl._args import count, positive
 
 
 def poisson_arrivals(rate_rps: float, n_requests: int, seed: int = 0) -> np.ndarray:
     """``n_requests`` arrival times (seconds, float64, sorted) of a Poisson process of ``rate_rps``."""
     rate = positive("rate", rate_rps)
-    n = _count("n_requests", n_requests)
+    n = count("n_requests", n_requests)
     gaps = np.random.default_rng(seed).exponential(1.0, n)  # unit-rate gaps, then scaled: see module docstring
     return np.cumsum(gaps) / rate
 
@@ -72,7 +66,7 @@ class Bursty:
     def arrivals(self, rate_rps: float, n_requests: int, seed: int = 0) -> np.ndarray:
         """``n_requests`` sorted arrival times in seconds at mean rate ``rate_rps``."""
         rate = positive("rate", rate_rps)
-        n = _count("n_requests", n_requests)
+        n = count("n_requests", n_requests)
         rng = np.random.default_rng(seed)
         busy_rate, quiet_rate = self.unit_rates()
         mean_busy_s = self.requests_per_burst / busy_rate  # unit-rate time

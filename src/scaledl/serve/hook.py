@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scaledl.perf._checks import positive
-from scaledl.serve.arrivals import _count, arrival_times
+from scaledl._args import count, positive
+from scaledl.serve.arrivals import arrival_times
 
 
 def single_spec(waiting: int, busy: bool, max_batch: int) -> int:
@@ -86,8 +86,8 @@ def run_policy(next_batch, *, rate: float, service, n_requests: int, max_batch: 
     if not callable(service):
         raise TypeError(f"service must be a callable batch -> seconds, got {service!r}")
     rate = positive("rate", rate)
-    n = _count("n_requests", n_requests)
-    max_batch = _count("max_batch", max_batch)
+    n = count("n_requests", n_requests)
+    max_batch = count("max_batch", max_batch)
     arrival = arrival_times(arrivals, rate, n, seed)
     arr = arrival.tolist()  # Python floats: indexing a list is several times faster than a NumPy array
     times: dict[int, float] = {}

@@ -15,7 +15,7 @@ long context adds FLOPs per served token, so the crossing comes earlier, not lat
 
 from __future__ import annotations
 
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 
 TRAIN_FLOPS_PER_PARAM_TOKEN = 6  # forward 2 + backward 4 (Kaplan et al. 2020, section 2.1)
 INFER_FLOPS_PER_PARAM_TOKEN = 2  # forward only

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scaledl.serve.arrivals import _count
+from scaledl._args import count
 from scaledl.serve.service import Roofline, roofline
 
 
@@ -41,7 +41,7 @@ class Repeated:
 def rnn_service(hidden: int = 1760, layers: int = 7, steps: int = 100, *, device: str = "GTX Titan X",
                 precision: str = "fp32") -> Repeated:
     """Seconds for a batch of ``b`` utterances of ``steps`` time steps through a recurrent stack (see above)."""
-    h, n, t = _count("hidden", hidden), _count("layers", layers), _count("steps", steps)
+    h, n, t = count("hidden", hidden), count("layers", layers), count("steps", steps)
     return Repeated(roofline([(2 * h, h)] * n, device=device, precision=precision), t)
 
 
@@ -53,7 +53,7 @@ def llm_decode_service(d_model: int = 4096, layers: int = 32, context: int = 204
     ``2 x layers x context x d_model`` elements per sequence is read once per step (attention is a GEMV
     per sequence, so batching does not share it).
     """
-    d, n, c = _count("d_model", d_model), _count("layers", layers), _count("context", context)
+    d, n, c = count("d_model", d_model), count("layers", layers), count("context", context)
     from scaledl.perf.roofline import BYTES_PER_ELEMENT
 
     kv_bytes = 2 * n * c * d * BYTES_PER_ELEMENT[precision]

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from scaledl.perf._checks import positive
-from scaledl.serve.arrivals import _count, arrival_times
+from scaledl._args import count, positive
+from scaledl.serve.arrivals import arrival_times
 from scaledl.serve.service import service_table
 
 POLICIES = ("single", "batch_dispatch", "dynamic", "adaptive")
@@ -198,7 +198,7 @@ def simulate(policy: str, *, rate: float, service, n_requests: int, seed: int = 
     """
     opts = _options(policy, policy_options)
     rate = positive("rate", rate)
-    n = _count("n_requests", n_requests)
+    n = count("n_requests", n_requests)
     max_batch = int(opts["max_batch"])
     table_s = service_table(service, max_batch)
     arrival_s = arrival_times(arrivals, rate, n, seed)

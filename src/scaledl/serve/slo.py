@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 from scaledl.serve.simulate import _options, simulate
 from scaledl.serve.service import service_table
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 
 
 def md1_mean_wait_s(rate: float, service_s: float) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scaledl.perf._checks import positive
+from scaledl._args import positive
 from scaledl.serve.service import linear
 from scaledl.serve.simulate import POLICIES, simulate
 from scaledl.serve.slo import capacity_rps, max_rate_at_slo
