@@ -82,3 +82,24 @@ def test_fma_share_bound_of_the_128_bit_variants():
     # 512 FMAs per tile; 32 LDS.128, a float4 each of A and B loaded, 4 + 1 stores
     assert fma_share_bound("vec4", **kw) == pytest.approx(512 / (512 + 32 + 2 + 5))
     assert fma_share_bound("fixed_loads", **kw) == fma_share_bound("regblock", **kw)
+
+
+def test_a_tiling_can_be_passed_as_its_config_object():
+    """config= takes the launch numbers from a config object (what the chapters pass instead of spelling out
+    128, 128, 8, 8, 8), checked as the variant's own class; mixing it with keywords is refused."""
+    from scaledl.kernels.gemm import DEFAULT_TILING, RegBlockConfig, Vec4Config, resolve_tiling
+
+    gpu = DEFAULT_TILING["cuda"]["regblock"]
+    assert gemm_traffic(4097, 4095, 1001, "regblock", config=gpu) == \
+        gemm_traffic(4097, 4095, 1001, "regblock", **gpu.__dict__)
+    assert fma_share_bound("vec4", config=gpu) == fma_share_bound("vec4", **gpu.__dict__)
+    assert shared_traffic("regblock", config=gpu) == shared_traffic("regblock", **gpu.__dict__)
+    assert resolve_tiling("prefetch", {"config": gpu}) == Vec4Config(128, 128, 8, 8, 8)
+    with pytest.raises(TypeError, match="config or tiling keywords, not both|not both"):
+        resolve_tiling("regblock", {"config": gpu, "block_m": 64})
+    with pytest.raises(TypeError, match="config for variant 'tiled' must be a TiledConfig"):
+        resolve_tiling("tiled", {"config": gpu})
+    with pytest.raises(TypeError, match="naive"):
+        resolve_tiling("naive", {"config": gpu})
+    with pytest.raises(ValueError, match="must be even"):
+        resolve_tiling("prefetch", {"config": RegBlockConfig(16, 16, 8, 1, 1)})

@@ -79,6 +79,11 @@ class TiledConfig:
     def threads_per_block(self) -> int:
         return self.tile * self.tile
 
+    @property
+    def shared_bytes(self) -> int:
+        """Shared memory per block: a ``tile x tile`` tile of A and one of B, float32."""
+        return 2 * 4 * self.tile * self.tile
+
 
 @dataclass(frozen=True)
 class RegBlockConfig:
@@ -103,6 +108,12 @@ class RegBlockConfig:
     @property
     def threads_per_block(self) -> int:
         return (self.block_m // self.thread_m) * (self.block_n // self.thread_n)
+
+    @property
+    def shared_bytes(self) -> int:
+        """Shared memory per block: the transposed A tile (``block_k x (block_m + PAD)``) and the B tile
+        (``block_k x block_n``), float32; what ptxas reports for v3 (chapter 04 checks it)."""
+        return 4 * self.block_k * (self.block_m + PAD + self.block_n)
 
 
 @dataclass(frozen=True)
@@ -251,20 +262,34 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def resolve_tiling(variant: str, tiling: dict):
-    """The config object for ``variant`` from keyword overrides (``tile=`` or ``block_m=`` ...), filling the
-    rest from the active backend's defaults.
+    """The config object for ``variant``: a whole config passed as ``config=`` (a :class:`TiledConfig` for
+    ``"tiled"``, a :class:`RegBlockConfig` for v3 to v8, checked as the variant's own config class), or keyword
+    overrides (``tile=`` or ``block_m=`` ...) with the rest from the active backend's defaults.
+
+    >>> resolve_tiling("vec4", {"config": DEFAULT_TILING["cuda"]["regblock"]})
+    Vec4Config(block_m=128, block_n=128, block_k=8, thread_m=8, thread_n=8)
 
     Raises:
-        ValueError: unknown variant.
-        TypeError: a keyword that the variant does not take.
+        ValueError: unknown variant, or a config the variant cannot run (e.g. odd thread_m for v6 to v8).
+        TypeError: a keyword that the variant does not take, a config of the wrong class, or both a config
+            and keywords.
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not a GEMM variant; expected one of {VARIANTS}")
     default = DEFAULT_TILING[scaledl.device.backend()][variant]
+    tiling = dict(tiling)
+    config = tiling.pop("config", None)
     if default is None:
-        if tiling:
-            raise TypeError(f"variant 'naive' takes no tiling parameters, got {sorted(tiling)}")
+        if tiling or config is not None:
+            raise TypeError(f"variant 'naive' takes no tiling parameters, got {sorted(tiling) or ['config']}")
         return None
+    if config is not None:
+        if tiling:
+            raise TypeError(f"give config= or tiling keywords, not both: got config and {sorted(tiling)}")
+        want = TiledConfig if variant == "tiled" else RegBlockConfig
+        if not isinstance(config, want):
+            raise TypeError(f"config for variant {variant!r} must be a {want.__name__}, got {config!r}")
+        return type(default)(**config.__dict__)
     allowed = set(default.__dataclass_fields__)
     unknown = set(tiling) - allowed
     if unknown:
@@ -314,7 +339,8 @@ def gemm(A, B, variant: str = "tiled", out=None, **tiling):
         B: ``K x N`` float32.
         variant: ``"naive"`` (v1), ``"tiled"`` (v2), ``"regblock"`` (v3), or v4 to v8 (:data:`VARIANTS`).
         out: optional ``M x N`` float32 array to write into (same kind as A).
-        **tiling: overrides of the variant's tiling, e.g. ``tile=8`` or ``block_m=64``.
+        **tiling: the variant's tiling as a config object (``config=RegBlockConfig(...)``) or overrides of the
+            backend's, e.g. ``tile=8`` or ``block_m=64`` (:func:`resolve_tiling`).
 
     Returns:
         C (``out`` when given): a NumPy array for NumPy inputs, a device array for device inputs.

@@ -95,8 +95,9 @@ def gemm_traffic(M: int, N: int, K: int, variant: str, **tiling) -> GemmTraffic:
     Args:
         M, N, K: the problem (C is M x N, the sum runs over K).
         variant: one of :data:`scaledl.kernels.gemm.VARIANTS`.
-        **tiling: ``tile=`` (tiled) or ``block_m=, block_n=, block_k=, thread_m=, thread_n=`` (the others);
-            missing ones default to what :func:`scaledl.kernels.gemm` uses on the active backend.
+        **tiling: ``config=`` a config object (``DEFAULT_TILING["cuda"]["regblock"]``), or ``tile=`` (tiled) or
+            ``block_m=, block_n=, block_k=, thread_m=, thread_n=`` (the others), missing ones defaulting to what
+            :func:`scaledl.kernels.gemm.gemm` uses on the active backend (:func:`~scaledl.kernels.gemm.resolve_tiling`).
 
     Raises:
         ValueError: a negative or non-int size, or an unknown variant.
