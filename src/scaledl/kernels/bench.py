@@ -37,6 +37,7 @@ from scaledl.kernels.bench_timing import (HOLD_LIMIT_US, STREAM_INNER, TARGETS, 
                                           hold_kernel, time_ms, time_queued_ms)
 from scaledl.kernels.bench_timing import check_close as _check
 from scaledl.kernels.bench_timing import poison as _poison
+from scaledl.kernels.reference import gemm_reference, gemm_tolerance
 
 
 @dataclass(frozen=True)
@@ -251,10 +252,8 @@ def bench_gemm(baselines, n: int, repeats: int) -> list[Row]:
     flops = 2 * n**3
     t_ref = time_ms(run_ref, repeats)
     rows = [Row(baselines.gemm_name, f"{n}^3", t_ref, flops / t_ref / 1e6, "GFLOP/s", "-", None)]
-    # every result, the baseline's too, against the float64 product: float32 accumulation of n products
-    # errs by at most (n + 2) eps (|A| @ |B|), elementwise
-    exact = A.astype(np.float64) @ B.astype(np.float64)
-    tol = (n + 2) * np.finfo(np.float32).eps * (np.abs(A) @ np.abs(B))
+    # every result, the baseline's too, against the float64 product, within the float32 rounding bound
+    exact, tol = gemm_reference(A, B), gemm_tolerance(A, B)
     _check("the baseline GEMM", ref_result(), exact, tol)
     for variant in ("naive", "tiled", "regblock"):
         _poison(dC)

@@ -36,6 +36,7 @@ import scaledl.device
 from scaledl.kernels.bench_timing import TARGETS, NotQueued, Row, time_ms, time_queued_ms
 from scaledl.kernels.bench_timing import check_close as _check
 from scaledl.kernels.bench_timing import poison as _poison
+from scaledl.kernels.reference import gemm_reference, gemm_tolerance
 
 QUANTIZE_BLOCK = 2**20  # distinct random inputs of the quantize check, repeated up to the stream size
 
@@ -219,8 +220,7 @@ def bench_nm(baselines, shape: tuple[int, int, int], repeats: int, warmup: int =
     values, meta = compress_nm(rng.standard_normal((M, K), dtype=np.float32), axis=1, pad=True)  # prunes to 2:4
     A = np.ascontiguousarray(decompress_nm(values, meta, (M, K), axis=1, pad=True), np.float32)  # twin's A
     B = rng.standard_normal((K, N), dtype=np.float32)
-    exact = A.astype(np.float64) @ B.astype(np.float64)
-    tol = (K + 2) * np.finfo(np.float32).eps * (np.abs(A) @ np.abs(B))  # as bench_gemm; the zeros add nothing
+    exact, tol = gemm_reference(A, B), gemm_tolerance(A, B)  # as bench_gemm; the pruned zeros add nothing
     dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.device_array((M, N), np.float32)
     dV, dMeta = cuda.to_device(np.ascontiguousarray(values)), cuda.to_device(np.ascontiguousarray(meta))
     size, flops, tile = f"{M}x{K}x{N}", 2 * M * N * K, TILE[scaledl.device.backend()]

@@ -53,6 +53,7 @@ import scaledl.device  # noqa: F401  (takes the backend decision before numba.cu
 from numba import cuda, float32
 
 from scaledl.kernels.gemm_kloop import prefetch_kernel, unroll_k_kernel
+from scaledl.kernels.reference import FLOAT32_EPS, gemm_reference, gemm_tolerance  # noqa: F401
 from scaledl.kernels.gemm_ladder import PAD, fixed_loads_kernel, index32_kernel, vec4_kernel  # noqa: F401
 
 # In ladder order; the last is the fastest the book's model predicts (scaledl.kernels.kernel_model).
@@ -60,12 +61,6 @@ VARIANTS = ("naive", "tiled", "regblock", "fixed_loads", "index32", "vec4", "unr
 LADDER = VARIANTS[3:]  # v4 on: v3's tiling, one change each
 LADDER_FACTORIES = {"fixed_loads": fixed_loads_kernel, "index32": index32_kernel, "vec4": vec4_kernel,
                     "unroll_k": unroll_k_kernel, "prefetch": prefetch_kernel}
-
-
-# --------------------------------------------------------------------------------------------- reference
-def gemm_reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """The specification: ``A @ B`` computed in float64 (then the caller compares with a float32 result)."""
-    return np.asarray(A, np.float64) @ np.asarray(B, np.float64)
 
 
 # ------------------------------------------------------------------------------------------ tiling specs

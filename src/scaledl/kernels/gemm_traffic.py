@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaledl.kernels.gemm import VARIANTS, kernel_for, launch_config, resolve_tiling
+from scaledl.kernels.reference import gemm_reference, gemm_tolerance
 
 FLOAT32_BYTES = 4
 
@@ -194,9 +195,7 @@ def count_gemm_traffic(M: int, N: int, K: int, variant: str, *, seed: int = 0, *
     if M and N:
         grid, block = launch_config(M, N, variant, config)
         _simulated(kernel_for(variant, config))[grid, block](A, B, C)
-    expected = A.array.astype(np.float64) @ B.array.astype(np.float64)
-    # float32 accumulation over K terms: error bound ~ K * eps32 * sum|a||b|
-    bound = (K + 1) * np.finfo(np.float32).eps * (np.abs(A.array) @ np.abs(B.array)) + 1e-30
+    expected, bound = gemm_reference(A.array, B.array), gemm_tolerance(A.array, B.array)
     if not np.all(np.abs(C.array - expected) <= bound):
         raise RuntimeError(f"the {variant} kernel computed a wrong product at {M}x{K} @ {K}x{N}")
     return GemmTraffic(M, N, K, variant, A.reads, B.reads, C.writes)

@@ -46,6 +46,7 @@ from typing import Callable
 import numpy as np
 
 from scaledl import device
+from scaledl.kernels.reference import gemm_tolerance  # noqa: F401  (the labs' name for it)
 from scaledl.labs.hints import hint as _text
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
@@ -86,17 +87,6 @@ class CheckResult:
             if self.printed:
                 raise AssertionError(f"{self.name} did not pass: see Yours beside Spec and the hints above")
             raise AssertionError(str(self))
-
-
-def gemm_tolerance(A, B):
-    """Absolute tolerance per element of ``A @ B`` computed in float32 in any summation order.
-
-    A K-term float32 dot product is off by at most about K u sum|a_k b_k| (u = eps / 2, Higham's bound
-    gamma_K); ``(K + 2) eps |A| @ |B|`` leaves a factor two of room plus the rounding of the inputs.
-    """
-    A, B = np.abs(np.asarray(A, np.float64)), np.abs(np.asarray(B, np.float64))
-    K = A.shape[-1]
-    return (K + 2) * FLOAT32_EPS * (A @ B) + np.finfo(np.float32).tiny
 
 
 def elementwise_tolerance(ulps: float = 2.0):
