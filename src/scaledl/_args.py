@@ -1,7 +1,8 @@
-"""The package's argument checks, one of each: a count (a whole number at least ``low``), a positive number, a
-non-negative number. A value of the wrong type is a ``TypeError``, one out of range a ``ValueError``; both name
-the argument, the value and what was expected. ``bool`` is refused where a number is expected (``True`` is an
-int to Python, never a count to a reader), and NumPy's scalars are accepted like Python's.
+"""The package's argument checks, one of each (and :class:`UsageError`, the command line's one-line error): a count (a
+whole number at least ``low``), a positive number, a non-negative number. A value of the wrong type is a
+``TypeError``, one out of range a ``ValueError``; both name the argument, the value and what was expected. ``bool``
+is refused where a number is expected (``True`` is an int to Python, never a count to a reader), and NumPy's scalars
+are accepted like Python's.
 
 >>> count("p", 8), positive("bandwidth_Bps", 25e9), nonnegative("latency_s", 0)
 (8, 25000000000.0, 0.0)
@@ -20,7 +21,14 @@ from __future__ import annotations
 import math
 import numbers
 
-__all__ = ["count", "positive", "nonnegative"]
+__all__ = ["count", "positive", "nonnegative", "UsageError", "count_arg"]
+
+
+class UsageError(ValueError):
+    """Bad input from the person running a command (a lab id, a folder, a host list, an option): the message
+    says what to change, and ``scaledl`` prints it as one line. The tools layer (``book``, ``course``,
+    ``validate``, the command-line parsers) raises it for its users' mistakes; any other exception, a
+    ``ValueError`` from a model included, is a bug and keeps its traceback."""
 
 
 def count(name: str, value, low: int = 1) -> int:
@@ -53,3 +61,18 @@ def nonnegative(name: str, value) -> float:
     if not (value >= 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return float(value)
+
+
+def count_arg(text: str) -> int:
+    """``type=`` for an argparse option that is a count (a whole number >= 1): argparse then names the option and
+    the value in its own one-line error (``argument --repeats: expected a whole number >= 1, got '0'``)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+

@@ -27,6 +27,7 @@ import argparse
 import os
 import sys
 
+from scaledl._args import UsageError
 from scaledl import device
 
 from scaledl.doctor import doctor  # noqa: F401  (chapter 00 imports it from here)
@@ -62,7 +63,7 @@ def _book_command(args) -> int:
         for name in args.names:  # fail on a bad name before spending minutes on the good ones
             entry = book.resolve(name)
             if not entry.validated:
-                raise ValueError(f"{entry.kind} {entry.id} ({entry.title!r}) is planned in book.toml and not "
+                raise UsageError(f"{entry.kind} {entry.id} ({entry.title!r}) is planned in book.toml and not "
                                  f"written yet: there is no {entry.executed_file} to execute")
         device.announce()
         return run(book, args.names, progress=not args.quiet)
@@ -83,7 +84,7 @@ def _book_command(args) -> int:
         from scaledl.book import journey
 
         if not book.journey:
-            raise ValueError("book.toml gives no entry a 'teaches' field: there is no journey to write")
+            raise UsageError("book.toml gives no entry a 'teaches' field: there is no journey to write")
         entries = [book.resolve(n) for n in args.names] or [e for e in book.entries if e.validated]
         if not args.write:
             import nbformat
@@ -125,13 +126,13 @@ def _course_command(args) -> int:
         from scaledl.course.nbgrader_exchange import release_labs
 
         if args.zip:
-            raise ValueError("--zip: not with --nbgrader (nbgrader's release_assignment hands the labs out)")
+            raise UsageError("--zip: not with --nbgrader (nbgrader's release_assignment hands the labs out)")
         written = release_labs(load(), Path(args.out), labs=args.lab, force=args.force)
         print(f"wrote {len(written)} notebooks to the nbgrader course {args.out} (source/ and release/, one "
               "assignment per lab); next: `nbgrader release_assignment LAB` there")
         return 0
     if args.course_command == "release" and args.lab:
-        raise ValueError(f"--lab {args.lab[0]}: only with --nbgrader (the student bundle holds every lab)")
+        raise UsageError(f"--lab {args.lab[0]}: only with --nbgrader (the student bundle holds every lab)")
     if args.course_command == "release":
         from scaledl.course.release import release
 
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
 
             device.announce()
             return run_from_args(args, " ".join(["scaledl", *(sys.argv[1:] if argv is None else argv)]))
-    except (ValueError, FileNotFoundError, device.BackendError) as err:
+    except (UsageError, FileNotFoundError, device.BackendError) as err:  # a ValueError elsewhere is a bug: traceback
         print(f"scaledl: error: {err}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as err:  # an optional package (scaledl._optional): say which extra brings it

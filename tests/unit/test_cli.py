@@ -85,3 +85,27 @@ def test_doctor_says_what_a_missing_optional_package_is_for(monkeypatch):
     assert cli.doctor(out) == 0
     assert "nbval        not installed: needed only for `make test`" in out.getvalue()
     assert "NOT INSTALLED" not in out.getvalue()
+
+
+def test_a_usage_error_is_one_line_and_any_other_value_error_keeps_its_traceback(monkeypatch, capsys):
+    """cli.main prints a UsageError (bad input from whoever runs the command) as one line and exits 2; a plain
+    ValueError raised elsewhere is a bug, and goes through with its traceback instead of being dressed up."""
+    import pytest
+
+    import scaledl.book as book
+    from scaledl._args import UsageError
+
+    def refuse(*a, **k):
+        raise UsageError("--book: no such book.toml; expected the repository's root")
+
+    monkeypatch.setattr(book, "load", refuse)
+    assert cli.main(["book", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err == "scaledl: error: --book: no such book.toml; expected the repository's root\n"
+
+    def bug(*a, **k):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(book, "load", bug)
+    with pytest.raises(ValueError, match="broadcast"):
+        cli.main(["book", "list"])

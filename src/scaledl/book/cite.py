@@ -20,6 +20,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from scaledl._args import UsageError
+
 WINDOW_CHARS = 80  # the most characters between an author's surname and the year in one citation
 CITED_PREFIX = "Cited here:"
 
@@ -77,7 +79,7 @@ class Citations:
         try:
             data = parse_string(text, "bibtex")
         except PybtexError as err:
-            raise ValueError(f"references.bib: {err}") from None
+            raise UsageError(f"references.bib: {err}") from None
         works = []
         for key, entry in data.entries.items():
             people = entry.persons.get("author", [])

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.book import nbfile
 from scaledl.book.answers import (ANSWER_CODE_TAG, ANSWER_KEY_TAG, _tags, answer_code_cells, answer_code_note, fold,
                                   fold_code, is_folded, is_folded_code)
@@ -66,7 +67,7 @@ def duration(seconds: float) -> str:
         ValueError: ``seconds`` is negative or not a number.
     """
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
-        raise ValueError(f"seconds = {seconds!r}; expected a measured time >= 0")
+        raise UsageError(f"seconds = {seconds!r}; expected a measured time >= 0")
     if seconds < 10:
         return "under 10 s"
     tens = 10 * _round_half_up(seconds / 10)
@@ -128,7 +129,7 @@ def intro_source(book: Book, entry: Entry) -> str:
     """The ``book-intro`` cell: what the notebook teaches, what it assumes, its time to run (measured, said as
     :func:`duration` rounds it)."""
     if entry.teaches is None or entry.cpu_seconds is None:
-        raise ValueError(f"{entry.kind} {entry.id}: book.toml gives no 'teaches' or 'cpu_seconds' to make its "
+        raise UsageError(f"{entry.kind} {entry.id}: book.toml gives no 'teaches' or 'cpu_seconds' to make its "
                          f"opening cell from")
     assumed = [book.resolve(i) for i in entry.assumes]
     if assumed:
@@ -224,7 +225,7 @@ def update(nb, book: Book, entry: Entry):
     """
     nb = copy.deepcopy(nb)
     if not nb.cells:
-        raise ValueError(f"{entry.executed_file}: has no cells; expected a title cell to open the notebook")
+        raise UsageError(f"{entry.executed_file}: has no cells; expected a title cell to open the notebook")
     intro = next((c for c in nb.cells if INTRO_TAG in _tags(c)), None)
     nav = next((c for c in nb.cells if NAV_TAG in _tags(c)), None)
     cells = [c for c in nb.cells if INTRO_TAG not in _tags(c) and NAV_TAG not in _tags(c)]
@@ -298,7 +299,7 @@ def write(book: Book, entry: Entry) -> list[str]:
         ValueError: ``entry`` is planned (no notebook to write).
     """
     if not entry.validated:
-        raise ValueError(f"{entry.kind} {entry.id} is planned in book.toml: there is no notebook to update")
+        raise UsageError(f"{entry.kind} {entry.id} is planned in book.toml: there is no notebook to update")
     path = book.path(entry.executed_file)
     text = path.read_text(encoding="utf-8")
     before = nbformat.reads(text, as_version=4)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.book import nbfile
 from scaledl.book.toc import Book
 
@@ -81,7 +82,7 @@ def set_repository(book: Book, url: str) -> list[str]:
     """
     url = url.rstrip("/")
     if not URL.match(url):
-        raise ValueError(f"repository URL {url!r} should look like https://github.com/ORG/REPO")
+        raise UsageError(f"repository URL {url!r} should look like https://github.com/ORG/REPO")
     from scaledl.book.student_copy import write_student_version
 
     old = book.repository.rstrip("/")

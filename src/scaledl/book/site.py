@@ -31,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.book import static_cells
 from scaledl.book.landing import index_page
 from scaledl.book.links import relink, site_targets
@@ -122,7 +123,7 @@ def for_the_site(nb, links: str, cite=None, rewrite_links=None):
         if cell.cell_type == "code":
             marker = SECRET_BLOCK.search(cell.source)
             if marker:
-                raise ValueError(f"cell {i}: holds a '{marker.group(0).strip()}' block; the site shows no "
+                raise UsageError(f"cell {i}: holds a '{marker.group(0).strip()}' block; the site shows no "
                                  f"solution and no hidden test")
             explorer = False
             for out in cell.get("outputs", []):
@@ -150,7 +151,7 @@ def for_the_site(nb, links: str, cite=None, rewrite_links=None):
         kept_at.append(i)
     code = [(i, c.source) for i, c in zip(kept_at, cells) if c.cell_type == "code"]
     for k, names in static_cells.names_only_in(answer_code, [source for _, source in code]).items():
-        raise ValueError(f"cell {code[k][0]}: uses {', '.join(sorted(names))}, which only a cell "
+        raise UsageError(f"cell {code[k][0]}: uses {', '.join(sorted(names))}, which only a cell "
                          f"tagged '{static_cells.ANSWER_CODE_TAG}' defines; the site leaves that cell out, so "
                          f"compute it in a cell without the tag")
     nb.cells = cells
@@ -249,7 +250,7 @@ def stage(book: Book, dest: Path) -> Path:
     dest = Path(dest).resolve()
     root = book.root.resolve()
     if dest == root or any(dest.is_relative_to(root / d) for d in ("chapters", "labs", "docs")):
-        raise ValueError(f"dest={dest}: the site is staged in a build folder, never in the book's own sources")
+        raise UsageError(f"dest={dest}: the site is staged in a build folder, never in the book's own sources")
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -276,7 +277,7 @@ def stage(book: Book, dest: Path) -> Path:
         try:
             page = for_the_site(nb, links_line(book, e), cite, page_links)
         except ValueError as err:
-            raise ValueError(f"{e.file}: {err}") from None
+            raise UsageError(f"{e.file}: {err}") from None
         nbformat.write(page, target)
     guides = []
     for md in sorted(book.path("docs").glob("*.md")) if book.path("docs").is_dir() else []:

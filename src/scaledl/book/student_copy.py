@@ -30,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.book import nbfile
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?P<task>.*)$")
@@ -50,16 +51,16 @@ def strip_hidden_tests(source: str, where: str = "cell") -> str:
     for lineno, line in enumerate(source.splitlines(), 1):
         if HIDDEN_BEGIN.match(line):
             if inside:
-                raise ValueError(f"{where}: line {lineno} opens a hidden-test region inside another one")
+                raise UsageError(f"{where}: line {lineno} opens a hidden-test region inside another one")
             inside = True
         elif HIDDEN_END.match(line):
             if not inside:
-                raise ValueError(f"{where}: line {lineno} closes a hidden-test region that was never opened")
+                raise UsageError(f"{where}: line {lineno} closes a hidden-test region that was never opened")
             inside = False
         elif not inside:
             out.append(line)
     if inside:
-        raise ValueError(f"{where}: a hidden-test region is never closed")
+        raise UsageError(f"{where}: a hidden-test region is never closed")
     return "\n".join(out).rstrip("\n")
 
 
@@ -74,7 +75,7 @@ def strip_source(source: str, where: str = "cell") -> str:
         begin = BEGIN.match(line)
         if begin:
             if inside is not None:
-                raise ValueError(f"{where}: line {lineno} opens a solution block inside another one")
+                raise UsageError(f"{where}: line {lineno} opens a solution block inside another one")
             inside = begin
             task = begin.group("task").strip()
             label = f" ({task})" if task else ""
@@ -83,12 +84,12 @@ def strip_source(source: str, where: str = "cell") -> str:
             out.append(f"{begin.group('indent')}raise NotImplementedError({message!r})")
         elif END.match(line):
             if inside is None:
-                raise ValueError(f"{where}: line {lineno} closes a solution block that was never opened")
+                raise UsageError(f"{where}: line {lineno} closes a solution block that was never opened")
             inside = None
         elif inside is None:
             out.append(line)
     if inside is not None:
-        raise ValueError(f"{where}: a solution block is never closed")
+        raise UsageError(f"{where}: a solution block is never closed")
     return "\n".join(out)
 
 

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl._args import UsageError
+
 STATUSES = ("planned", "draft", "done")
 KINDS = ("chapter", "lab")
 ROOT_VAR = "SCALEDL_BOOK_ROOT"
@@ -82,7 +84,7 @@ class Book:
                 if digits.isdigit() and int(digits) == int(e.id[3:]):
                     return e
         known = ", ".join(e.id for e in self.entries)
-        raise ValueError(f"unknown notebook {name!r}: expected a chapter or lab id from book.toml ({known}), "
+        raise UsageError(f"unknown notebook {name!r}: expected a chapter or lab id from book.toml ({known}), "
                          f"a file name or a path")
 
 
@@ -108,17 +110,17 @@ def find_root(start: Path | None = None) -> Path:
 
 def _require(table: dict, key: str, typ, where: str):
     if key not in table:
-        raise ValueError(f"book.toml: {where} has no {key!r}")
+        raise UsageError(f"book.toml: {where} has no {key!r}")
     value = table[key]
     if not isinstance(value, typ):
-        raise ValueError(f"book.toml: {where} {key} = {value!r} should be a {typ.__name__}")
+        raise UsageError(f"book.toml: {where} {key} = {value!r} should be a {typ.__name__}")
     return value
 
 
 def _id_list(raw: dict, key: str, where: str) -> tuple[str, ...]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"book.toml: {where} {key} = {value!r}; expected a list of entry ids such as [\"03\", "
+        raise UsageError(f"book.toml: {where} {key} = {value!r}; expected a list of entry ids such as [\"03\", "
                          f"\"lab01\"]")
     return tuple(value)
 
@@ -128,23 +130,23 @@ def _journey_fields(raw: dict, kind: str, where: str) -> dict:
     fields: dict = {"assumes": _id_list(raw, "assumes", where)}
     if "practises" in raw:
         if kind != "lab":
-            raise ValueError(f"book.toml: {where} has 'practises', which only a lab may have (the chapters it "
+            raise UsageError(f"book.toml: {where} has 'practises', which only a lab may have (the chapters it "
                              f"practises)")
         fields["practises"] = _id_list(raw, "practises", where)
     if "teaches" in raw:
         teaches = raw["teaches"]
         if not isinstance(teaches, str) or not teaches.strip() or not teaches.rstrip().endswith("."):
-            raise ValueError(f"book.toml: {where} teaches = {teaches!r}; expected one sentence, ending with '.'")
+            raise UsageError(f"book.toml: {where} teaches = {teaches!r}; expected one sentence, ending with '.'")
         fields["teaches"] = " ".join(teaches.split())
     if "cpu_minutes" in raw:
-        raise ValueError(f"book.toml: {where} has 'cpu_minutes', which 'cpu_seconds' replaced: give the seconds "
+        raise UsageError(f"book.toml: {where} has 'cpu_minutes', which 'cpu_seconds' replaced: give the seconds "
                          f"`scaledl book execute {raw.get('id', '')}` measured (it prints \"executed in N s\")")
     for key, what in (("cpu_seconds", "seconds > 0 (measured on the simulator backend)"),
                       ("gpu_minutes", "minutes > 0 (measured on a GPU; leave it out until measured)")):
         if key in raw:
             value = raw[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-                raise ValueError(f"book.toml: {where} {key} = {value!r}; expected {what}")
+                raise UsageError(f"book.toml: {where} {key} = {value!r}; expected {what}")
             fields[key] = value
     return fields
 
@@ -160,17 +162,17 @@ def _check_journey(entries: list[Entry]) -> None:
         for key in ("assumes", "practises"):
             for ref in getattr(e, key):
                 if ref not in order:
-                    raise ValueError(f"book.toml: {where} {key} {ref!r}, which is no entry's id "
+                    raise UsageError(f"book.toml: {where} {key} {ref!r}, which is no entry's id "
                                      f"(known: {', '.join(order)})")
                 if order[ref] >= i:
-                    raise ValueError(f"book.toml: {where} {key} {ref!r}, which comes at or after it in reading "
+                    raise UsageError(f"book.toml: {where} {key} {ref!r}, which comes at or after it in reading "
                                      f"order; list only earlier entries")
                 if key == "practises" and kinds[ref] != "chapter":
-                    raise ValueError(f"book.toml: {where} practises {ref!r}, which is a lab; expected chapter ids")
+                    raise UsageError(f"book.toml: {where} practises {ref!r}, which is a lab; expected chapter ids")
         if journey and e.validated:
             for key in ("teaches", "cpu_seconds"):
                 if getattr(e, key) is None:
-                    raise ValueError(f"book.toml: {where} has no {key!r}; once any entry has 'teaches', every "
+                    raise UsageError(f"book.toml: {where} has no {key!r}; once any entry has 'teaches', every "
                                      f"written entry needs 'teaches' and 'cpu_seconds' (its opening cell is "
                                      f"made from them)")
 
@@ -198,13 +200,13 @@ def load(root: Path | None = None) -> Book:
                 where = f"{kind} {eid}"
                 status = _require(raw, "status", str, where)
                 if status not in STATUSES:
-                    raise ValueError(f"book.toml: {where} status = {status!r}; expected one of {STATUSES}")
+                    raise UsageError(f"book.toml: {where} status = {status!r}; expected one of {STATUSES}")
                 budget = raw.get("sim_budget_s", 60)
                 if not isinstance(budget, (int, float)) or budget <= 0:
-                    raise ValueError(f"book.toml: {where} sim_budget_s = {budget!r}; expected seconds > 0")
+                    raise UsageError(f"book.toml: {where} sim_budget_s = {budget!r}; expected seconds > 0")
                 solution = raw.get("solution")
                 if kind == "lab" and not isinstance(solution, str):
-                    raise ValueError(f"book.toml: {where} needs a 'solution' notebook path")
+                    raise UsageError(f"book.toml: {where} needs a 'solution' notebook path")
                 entries.append(Entry(
                     kind=kind, id=eid, file=_require(raw, "file", str, where),
                     title=_require(raw, "title", str, where), status=status, part=pid,
@@ -217,7 +219,7 @@ def load(root: Path | None = None) -> Book:
     for e in entries:
         for name in (e.id, e.file, *( [e.solution] if e.solution else [])):
             if name in seen:
-                raise ValueError(f"book.toml: {name!r} is used by both {seen[name]} and {e.kind} {e.id}")
+                raise UsageError(f"book.toml: {name!r} is used by both {seen[name]} and {e.kind} {e.id}")
             seen[name] = f"{e.kind} {e.id}"
     return Book(
         root=root, title=_require(meta, "title", str, "[book]"),
@@ -253,7 +255,7 @@ def update_readme(book: Book) -> bool:
     path = book.root / "README.md"
     text = path.read_text(encoding="utf-8")
     if README_START not in text or README_END not in text:
-        raise ValueError(f"{path.name}: expected the markers {README_START!r} and {README_END!r}")
+        raise UsageError(f"{path.name}: expected the markers {README_START!r} and {README_END!r}")
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
     new = f"{head}{README_START}\n{status_table(book)}\n{README_END}{tail}"

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.book.toc import Book
 
 __all__ = ["DEFAULT_DIR", "MANIFEST", "Report", "reader_files", "sync", "reset"]
@@ -95,7 +96,7 @@ def _check(book: Book, workspace: Path) -> Path:
     root = book.root.resolve()
     for folder in ("chapters", "labs"):
         if workspace == root or workspace == root / folder or (root / folder) in workspace.parents:
-            raise ValueError(f"workspace must not be the book's checkout or inside its {folder}/, got {workspace}")
+            raise UsageError(f"workspace must not be the book's checkout or inside its {folder}/, got {workspace}")
     return workspace
 
 
@@ -143,7 +144,7 @@ def reset(book: Book, workspace: Path, relative: str) -> Path | None:
     rel = Path(relative).as_posix().removeprefix("./").removeprefix(f"{workspace.name}/")
     files = reader_files(book)
     if rel not in files:
-        raise ValueError(f"NB must be one of the reader's files, e.g. {files[0]}; got {relative!r}")
+        raise UsageError(f"NB must be one of the reader's files, e.g. {files[0]}; got {relative!r}")
     dst = workspace / rel
     manifest = _load(workspace)
     moved = None

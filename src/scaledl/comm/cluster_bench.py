@@ -39,6 +39,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from scaledl._args import count_arg, UsageError
 from scaledl.comm.hosts import resolve
 from scaledl.comm.mpi import fit_alpha_beta, launch, pingpong, reduce_gamma, time_allreduce
 
@@ -116,7 +117,7 @@ def measure(hosts=None, *, ranks_per_node: int | None = None, sizes_B=DEFAULT_SI
     g = int(ranks_per_node or where.ranks_per_node or 0)
     nodes = where.nodes
     if not g or not nodes or nodes < 2:
-        raise ValueError(f"scaledl bench mpi needs two or more hosts with the same number of ranks each; got "
+        raise UsageError(f"scaledl bench mpi needs two or more hosts with the same number of ranks each; got "
                          f"{where.describe()} with ranks_per_node={ranks_per_node!r} (give --ranks-per-node)")
     algorithms = [a for a in algorithms if a != "hierarchical" or g > 1]
     spec = dict(ranks_per_node=g, sizes=[int(s) for s in sizes_B], algorithms=list(algorithms),
@@ -294,7 +295,7 @@ def main(argv=None) -> int:
     ap.add_argument("--iface", help="network interface the ranks use, e.g. eth0 (default: $SCALEDL_MPI_IFACE)")
     ap.add_argument("--transport", default="tcp", choices=("tcp", "auto"), help="tcp: MPICH's OFI netmod over "
                     "libfabric's tcp provider (default); auto: MPICH's own choice (UCX, InfiniBand where present)")
-    ap.add_argument("--ranks-per-node", type=int, help="ranks on each host (default: from the host list)")
+    ap.add_argument("--ranks-per-node", type=count_arg, help="ranks on each host (default: from the host list)")
     ap.add_argument("--emulate", metavar="NODESxRANKS", action="append", help="root only: an emulated cluster "
                     "of network namespaces instead of --hosts, e.g. 2x1 or 2x2 (repeat for several runs)")
     ap.add_argument("--rate", action="append", help="with --emulate: tbf rate of every link (repeat for several "
@@ -303,7 +304,7 @@ def main(argv=None) -> int:
     ap.add_argument("--delay", help="with --emulate: netem delay per direction, where the kernel has netem")
     ap.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES_B), help="bytes (1k, 4m, ...)")
     ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=count_arg, default=3)
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run (default 3600)")
     ap.add_argument("--out", help="write the record (JSON) here")
     ap.add_argument("--note", default="", help="a sentence stored with the record")
@@ -323,7 +324,7 @@ def main(argv=None) -> int:
         for spec in args.emulate:
             nodes, _, g = spec.lower().partition("x")
             if not (nodes.isdigit() and (g or "1").isdigit()):
-                raise ValueError(f"--emulate: expected NODESxRANKS such as 2x1 or 2x2, got {spec!r}")
+                raise UsageError(f"--emulate: expected NODESxRANKS such as 2x1 or 2x2, got {spec!r}")
             shapes.append((int(nodes), int(g or 1)))
         ok, said = netem_available()
         remove_stale()

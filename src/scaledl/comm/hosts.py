@@ -35,6 +35,8 @@ import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from scaledl._args import UsageError
+
 __all__ = ["Hosts", "resolve", "parse_host_list", "read_hostfile", "explain_failure", "scratch_dir", "ENV_HOSTS",
            "ENV_IFACE", "ENV_SCRATCH", "KINDS", "TRANSPORTS", "SSH_OPTIONS"]
 
@@ -68,15 +70,15 @@ class Hosts:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+            raise UsageError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
+            raise UsageError(f"transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
         if self.kind == "hosts" and (not self.names or len(self.slots) != len(self.names)):
-            raise ValueError(f"hosts: expected one or more names, each with its ranks, got names {self.names!r} "
+            raise UsageError(f"hosts: expected one or more names, each with its ranks, got names {self.names!r} "
                              f"and slots {self.slots!r}")
         for iface in (self.iface, self.control_iface):
             if iface is not None and not _IFACE.match(iface):
-                raise ValueError(f"iface must be a network interface name such as eth0 or ib0 (at most 15 "
+                raise UsageError(f"iface must be a network interface name such as eth0 or ib0 (at most 15 "
                                  f"letters, digits or ._-:@), got {iface!r}")
 
     @property
@@ -166,7 +168,7 @@ class Hosts:
             try:
                 socket.getaddrinfo(name.strip("[]"), None)
             except (socket.gaierror, UnicodeError) as err:
-                raise ValueError(f"host {name!r} ({self.source or 'hosts'}) does not resolve: {err}; check the "
+                raise UsageError(f"host {name!r} ({self.source or 'hosts'}) does not resolve: {err}; check the "
                                  "name against the cluster's node list, or give an IP address") from None
 
 
@@ -182,16 +184,16 @@ def parse_host_list(spec, *, source: str = "hosts") -> tuple[tuple[str, ...], tu
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec)]
     items = [s for s in items if s]
     if not items:
-        raise ValueError(f"{source}: expected host names such as 'node1:2,node2:2', got {spec!r}")
+        raise UsageError(f"{source}: expected host names such as 'node1:2,node2:2', got {spec!r}")
     names, slots = [], []
     for item in items:
         if not isinstance(item, str):
             raise TypeError(f"{source}: each host must be a string 'name[:ranks]', got {item!r}")
         name, _, count = item.rpartition(":") if re.search(r":\d+$", item) else (item, "", "")
         if not _NAME.match(name):
-            raise ValueError(f"{source}: {name!r} is not a host name (letters, digits, '.', '-', '_')")
+            raise UsageError(f"{source}: {name!r} is not a host name (letters, digits, '.', '-', '_')")
         if count and int(count) < 1:
-            raise ValueError(f"{source}: host {name!r} must run at least one rank, got {count}")
+            raise UsageError(f"{source}: host {name!r} must run at least one rank, got {count}")
         names.append(name)
         slots.append(int(count) if count else 1)
     return tuple(names), tuple(slots)

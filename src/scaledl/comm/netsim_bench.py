@@ -25,6 +25,7 @@ import sys
 import time
 import tracemalloc
 
+from scaledl._args import count_arg
 from scaledl.comm import cost, netsim, two_level
 from scaledl.comm import topology as T
 
@@ -112,16 +113,26 @@ def format_row(r) -> str:
             f"{r['seconds']:9.2f}{ev}{mem}{r['simulated_ms']:12.3f}")
 
 
+def _two_level_spec(text: str) -> tuple[str, int, int]:
+    """``--two-level`` item ``ALG:AxB`` (``hierarchical:3x4``, ``torus_2d:3x5``) as (ALG, A, B)."""
+    alg, _, shape = text.partition(":")
+    a, _, b = shape.partition("x")
+    if alg not in netsim.TWO_LEVEL or not (a.isdigit() and b.isdigit() and int(a) >= 1 and int(b) >= 1):
+        raise argparse.ArgumentTypeError(f"expected ALG:AxB with ALG one of {', '.join(netsim.TWO_LEVEL)} and A, B "
+                                          f"whole numbers >= 1 (hierarchical:3x4), got {text!r}")
+    return alg, int(a), int(b)
+
+
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     """Entry point of ``scaledl bench netsim``; returns 0, or 1 if a target was missed."""
     parser = argparse.ArgumentParser(prog="scaledl bench netsim", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="rings up to 1024 ranks only")
-    parser.add_argument("--events-up-to", type=int, default=512,
+    parser.add_argument("--events-up-to", type=count_arg, default=512,
                         help="also time the event path up to this many ranks (default 512; 1024 takes ~15 s)")
-    parser.add_argument("--ranks", type=int, nargs="+", default=None, help="ring sizes on the switch")
+    parser.add_argument("--ranks", type=count_arg, nargs="+", default=None, help="ring sizes on the switch")
     parser.add_argument("--no-two-level", action="store_true",
                         help="skip the hierarchical and 2D-torus rows (on by default unless --quick or --ranks)")
-    parser.add_argument("--two-level", type=str, nargs="+", default=None, metavar="ALG:AxB",
+    parser.add_argument("--two-level", type=_two_level_spec, nargs="+", default=None, metavar="ALG:AxB",
                         help="two-level cases instead of the default ones, e.g. hierarchical:3x4 torus_2d:3x5")
     args = parser.parse_args(argv or [])
     ranks = args.ranks or ([64, 256, 512, 1024] if args.quick else [64, 256, 512, 1024, 2048, 3456, 4096])
@@ -147,10 +158,8 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
                 missed.append(p)
     if args.two_level:
         cases2 = []
-        for spec in args.two_level:
-            alg, _, shape = spec.partition(":")
-            a, _, b = shape.partition("x")
-            cases2.append(("torus" if alg == "torus_2d" else "multi_node", alg, int(a), int(b)))
+        for alg, a, b in args.two_level:
+            cases2.append(("torus" if alg == "torus_2d" else "multi_node", alg, a, b))
     else:
         cases2 = [] if (args.no_two_level or args.quick or args.ranks) else TWO_LEVEL_CASES
     if cases2:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 
 import numpy as np
+
 from scaledl._args import count
 
 __all__ = ["SCHEMES", "dense_gradient_bytes", "factor_bytes", "crossover_batch", "per_worker_bytes",

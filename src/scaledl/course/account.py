@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scaledl._args import UsageError
+
 GRADING_ACCOUNT = "scaledl-grader"
 
 
@@ -25,7 +27,7 @@ def grading_user() -> tuple[str, int, int]:
         ValueError: not running as root (an account can be neither made nor switched to).
     """
     if os.geteuid() != 0:
-        raise ValueError(f"grading_user: needs root to create and switch to {GRADING_ACCOUNT!r} "
+        raise UsageError(f"grading_user: needs root to create and switch to {GRADING_ACCOUNT!r} "
                          f"(running as uid {os.geteuid()})")
     created = False
     for attempt in range(2):

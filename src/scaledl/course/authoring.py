@@ -7,6 +7,7 @@ import re
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.course.integrity import meta
 
 
@@ -38,7 +39,7 @@ def new_test_cell(task: str, points: float, lab: str) -> nbformat.NotebookNode:
         ValueError: ``points`` is not positive.
     """
     if not points > 0:
-        raise ValueError(f"points={points!r}: expected a positive number")
+        raise UsageError(f"points={points!r}: expected a positive number")
     gid = re.sub(r"[^0-9a-z]+", "_", task.strip().lower()).strip("_")
     source = (f"# {task}: {points:g} points. Hidden tests, with new sizes and seeds, run here when the lab is "
               f"graded.\n### BEGIN HIDDEN TESTS\nfrom scaledl.course import produce as _produce\n"

@@ -21,6 +21,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.book.toc import Book
 
 FLAG = "student_bundle"
@@ -51,7 +52,7 @@ def mark_book_toml(text: str) -> str:
     if re.search(rf"^{FLAG}\s*=\s*true\s*$", text, re.MULTILINE):
         return text
     if not _BOOK_TABLE.search(text):
-        raise ValueError("book.toml: expected a [book] table to mark as a student bundle")
+        raise UsageError("book.toml: expected a [book] table to mark as a student bundle")
     note = f"{FLAG} = true"
     return _BOOK_TABLE.sub(lambda m: f"{m.group(0)}\n{note}", text, count=1)
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from scaledl._args import UsageError
+
 MAX_BYTES = 64 << 20  # per task and direction: the largest hidden test hands over a few MB
 
 
@@ -77,17 +79,17 @@ def load(stem, *, max_bytes: int = MAX_BYTES) -> dict:
         with zipfile.ZipFile(npz) as z:  # the unpacked size, before anything is unpacked
             total += sum(i.file_size for i in z.infolist())
         if total > 2 * max_bytes:
-            raise ValueError(f"{npz.name}: {total} bytes unpacked; expected at most {max_bytes}")
+            raise UsageError(f"{npz.name}: {total} bytes unpacked; expected at most {max_bytes}")
         with np.load(npz, allow_pickle=False) as f:
             for key in f.files:
                 out[key] = f[key]
     if js.is_file():
         size = os.path.getsize(js)
         if size > max_bytes:
-            raise ValueError(f"{js.name}: {size} bytes; expected at most {max_bytes}")
+            raise UsageError(f"{js.name}: {size} bytes; expected at most {max_bytes}")
         data = json.loads(js.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
-            raise ValueError(f"{js.name}: expected a JSON object")
+            raise UsageError(f"{js.name}: expected a JSON object")
         out.update(data)
     return out
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 
+from scaledl._args import UsageError
+
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 HIDDEN_LINE_NOTE = "[hidden test line removed]"
 MIN_HIDDEN_LINE_CHARS = 8  # shorter lines ("else:", "x = 1") are too common to redact without noise
@@ -323,7 +325,7 @@ def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidde
     """
     for name, value in (("cap_bytes", cap_bytes), ("output_cap_chars", output_cap_chars)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name}={value!r}: expected a positive integer")
+            raise UsageError(f"{name}={value!r}: expected a positive integer")
     redact = _Redactor(hidden_sources)
 
     def small(s, cap=NAME_CAP_CHARS) -> str:

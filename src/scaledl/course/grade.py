@@ -38,6 +38,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
+from scaledl._args import UsageError
 from scaledl.course import exchange, integrity, nbgrader_exchange, produce, safe_csv, submissions
 from scaledl.course.integrity import meta, test_cells  # noqa: F401  (test_cells: the public name it had here)
 from scaledl.course.lab import (STATUSES, UNTOUCHED, Grade, Lab, handed_out, load_lab,  # noqa: F401  (old home)
@@ -137,7 +138,7 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
         g.details.append("also handed in: " + ", ".join(p.name for p in sub.others) + " (graded the newest)")
     try:
         if sub.path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            raise ValueError(f"{sub.path.stat().st_size} bytes; a lab notebook is under {MAX_NOTEBOOK_BYTES}")
+            raise UsageError(f"{sub.path.stat().st_size} bytes; a lab notebook is under {MAX_NOTEBOOK_BYTES}")
         submitted = nbformat.read(sub.path, as_version=4)
     except Exception as err:
         g.status, g.details = "REJECTED", g.details + [f"unreadable notebook: {type(err).__name__}: {str(err)[:200]}"]
@@ -266,20 +267,20 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
     from scaledl.course import feedback, sandbox as S
 
     if not timeout_s > 0:
-        raise ValueError(f"timeout_s={timeout_s!r}: expected a positive number of seconds per notebook")
+        raise UsageError(f"timeout_s={timeout_s!r}: expected a positive number of seconds per notebook")
     if not (isinstance(jobs, int) and jobs >= 1):
-        raise ValueError(f"jobs={jobs!r}: expected a whole number of notebooks to run at once, at least 1")
+        raise UsageError(f"jobs={jobs!r}: expected a whole number of notebooks to run at once, at least 1")
     lab = load_lab(lab) if isinstance(lab, str) else lab
     box = S.detect(sandbox) if isinstance(sandbox, str) else sandbox
     if sandbox == "auto" and box.level == "none":
-        raise ValueError("sandbox='auto': no sandbox works here, so student code would run as you, with your "
+        raise UsageError("sandbox='auto': no sandbox works here, so student code would run as you, with your "
                          f"files and environment. {S.INSTALL_HINT} (Linux), or ask for sandbox 'none' "
                          "(--sandbox none) to grade without that protection; see the instructor guide")
     folder, out = Path(folder).resolve(), Path(out).resolve()
     course = nbgrader_exchange.course_of(folder, lab.id)  # an nbgrader course's submitted/: its gradebook too
     subs = submissions.find(folder, assignment=lab.id if course else None)
     if out == folder or folder in out.parents:
-        raise ValueError(f"out={str(out)!r}: is inside the submissions folder; expected a folder outside it")
+        raise UsageError(f"out={str(out)!r}: is inside the submissions folder; expected a folder outside it")
     batch_seed = int.from_bytes(os.urandom(8), "little") if seed is None else int(seed)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     head = csv_head(lab)

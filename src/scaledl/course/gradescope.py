@@ -29,6 +29,7 @@ import time
 import traceback
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.course import grade as G
 from scaledl.course import sandbox as S
 from scaledl.course.submissions import Submission
@@ -138,7 +139,7 @@ def choose(folder: Path, lab: G.Lab, student_file: str) -> tuple[Submission | No
     for path in found:
         try:
             if path.stat().st_size > G.MAX_NOTEBOOK_BYTES:
-                raise ValueError("too large")
+                raise UsageError("too large")
             why[path] = integrity.identify(nbformat.read(path, as_version=4), lab.id, lab.solutions)
         except Exception as err:
             why[path] = f"unreadable ({type(err).__name__})"

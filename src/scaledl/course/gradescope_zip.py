@@ -30,6 +30,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.course import grade as G
 from scaledl.course.gradescope import BOOK_DIR, DEFAULT_TIMEOUT_S, LAB_FILE, VENV
 
@@ -102,7 +103,7 @@ def build_wheel(checkout: Path, work: Path) -> Path:
     """
     checkout, work = Path(checkout), Path(work)
     if not (checkout / "pyproject.toml").is_file():
-        raise ValueError(f"checkout={str(checkout)!r}: no pyproject.toml; the wheel is built from the book's "
+        raise UsageError(f"checkout={str(checkout)!r}: no pyproject.toml; the wheel is built from the book's "
                          f"checkout (run the command inside it)")
     project = work / "project"  # a copy, so the checkout gets no build/ or egg-info
     project.mkdir(parents=True)
@@ -116,7 +117,7 @@ def build_wheel(checkout: Path, work: Path) -> Path:
                           capture_output=True, text=True)
     wheels = sorted((work / "dist").glob("scaledl-*.whl"))
     if made.returncode != 0 or len(wheels) != 1:
-        raise ValueError(f"pip wheel failed (exit {made.returncode}): {made.stderr.strip()[-1500:]}")
+        raise UsageError(f"pip wheel failed (exit {made.returncode}): {made.stderr.strip()[-1500:]}")
     return wheels[0]
 
 
@@ -138,7 +139,7 @@ def build(lab_id: str, out, *, book=None, timeout_s: float = DEFAULT_TIMEOUT_S, 
     from scaledl.book.toc import load
 
     if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-        raise ValueError(f"timeout_s={timeout_s!r}: expected a positive number of seconds per notebook")
+        raise UsageError(f"timeout_s={timeout_s!r}: expected a positive number of seconds per notebook")
     book = book or load()
     lab = G.load_lab(lab_id, book)  # also checks that the solution's test cells and the task specs agree
     labs = [e for e in book.entries if e.kind == "lab" and e.validated]
@@ -180,7 +181,7 @@ def unpack(zip_path, root) -> Path:
         for info in z.infolist():
             path = (source / info.filename).resolve()
             if source.resolve() not in path.parents:
-                raise ValueError(f"zip member {info.filename!r} lies outside source/")
+                raise UsageError(f"zip member {info.filename!r} lies outside source/")
             if info.is_dir():
                 path.mkdir(parents=True, exist_ok=True)
                 continue

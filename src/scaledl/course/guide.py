@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.book.toc import Book
 
 GUIDE = "docs/instructor-guide.md"
@@ -42,7 +43,7 @@ def section(text: str) -> str:
         ValueError: the markers are missing.
     """
     if START not in text or END not in text:
-        raise ValueError(f"{GUIDE}: expected the markers {START!r} and {END!r}")
+        raise UsageError(f"{GUIDE}: expected the markers {START!r} and {END!r}")
     return text.split(START, 1)[1].split(END, 1)[0].strip()
 
 

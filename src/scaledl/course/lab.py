@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.course.integrity import meta, test_cells
 
 STATUSES = ("OK", "REVIEW", "TIMEOUT", "CRASHED", "REJECTED")
@@ -96,15 +97,15 @@ def load_lab(lab_id: str, book=None) -> Lab:
     book = book or load()
     entry = book.resolve(lab_id)
     if entry.kind != "lab":
-        raise ValueError(f"--lab {lab_id!r} is a {entry.kind}; expected a lab id from book.toml such as lab03")
+        raise UsageError(f"--lab {lab_id!r} is a {entry.kind}; expected a lab id from book.toml such as lab03")
     if not entry.validated:
-        raise ValueError(f"--lab {lab_id!r}: {entry.title!r} is planned in book.toml; it has no solution to grade with")
+        raise UsageError(f"--lab {lab_id!r}: {entry.title!r} is planned in book.toml; it has no solution to grade with")
     solutions = {e.id: nbformat.read(book.path(e.solution), as_version=4)
                  for e in book.entries if e.kind == "lab" and e.validated}
     points = dict(test_cells(solutions[entry.id]))
     specs = tasks.for_lab(entry.id)
     if list(points) != list(specs):
-        raise ValueError(f"{entry.id}: the solution's test cells {list(points)} and the task specs "
+        raise UsageError(f"{entry.id}: the solution's test cells {list(points)} and the task specs "
                          f"{list(specs)} disagree; fix scaledl/course/tasks/{entry.id}.py")
     stubs, written = handed_out(solutions[entry.id])
     return Lab(entry.id, solutions[entry.id], specs, points, solutions, stubs, written)

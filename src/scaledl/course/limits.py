@@ -7,6 +7,7 @@ import os
 import resource
 from dataclasses import dataclass, fields
 
+from scaledl._args import UsageError
 from scaledl.course.processes import Cgroup
 
 
@@ -25,7 +26,7 @@ class Limits:
         for f in fields(self):
             value = getattr(self, f.name)
             if not (isinstance(value, int) and value > 0):
-                raise ValueError(f"Limits.{f.name}={value!r}: expected a positive whole number")
+                raise UsageError(f"Limits.{f.name}={value!r}: expected a positive whole number")
 
 
 def _enter(limits: Limits, cg: Cgroup | None) -> None:

@@ -52,6 +52,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.course import safe_csv
 from scaledl.course.roster import (CANVAS_ROSTER, POINTS_POSSIBLE, Keys, match, norm_id, norm_name, read_canvas_roster,
                                    read_roster)
@@ -102,7 +103,7 @@ def read_results(folder) -> LabResults:
     folder = Path(folder)
     grades, batch = folder / "grades.csv", folder / "batch.json"
     if not grades.is_file() or not batch.is_file():
-        raise ValueError(f"results={str(folder)!r}: expected a folder written by `scaledl course grade` "
+        raise UsageError(f"results={str(folder)!r}: expected a folder written by `scaledl course grade` "
                          "(grades.csv and batch.json)")
     info = json.loads(batch.read_text(encoding="utf-8"))
     with open(grades, newline="", encoding="utf-8-sig") as f:
@@ -110,7 +111,7 @@ def read_results(folder) -> LabResults:
                 for r in csv.DictReader(f)]  # the names as the grader found them, before it escaped them
     missing = [c for c in ("student", "file", "status", "total", "max") if rows and c not in rows[0]]
     if not isinstance(info, dict) or "lab" not in info or missing:
-        raise ValueError(f"results={str(folder)!r}: grades.csv or batch.json is not the grader's "
+        raise UsageError(f"results={str(folder)!r}: grades.csv or batch.json is not the grader's "
                          f"(missing {missing or ['lab']})")
     maxima = {_number(r["max"]) for r in rows} - {None}
     subs = Path(info["submissions"]) if info.get("submissions") else None
@@ -142,11 +143,11 @@ def _load_gradescope(submissions: Path | None) -> dict[str, list[dict]]:
             try:
                 import yaml
             except ModuleNotFoundError as err:
-                raise ValueError(f"{path}: reading Gradescope's YAML metadata needs PyYAML "
+                raise UsageError(f"{path}: reading Gradescope's YAML metadata needs PyYAML "
                                  "(pip install pyyaml), or convert it to submission_metadata.json") from err
             data = yaml.safe_load(text)
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of submission folders to their submitters")
+            raise UsageError(f"{path}: expected a mapping of submission folders to their submitters")
         return {str(k): _users(v) for k, v in data.items()}
     return {}
 
@@ -201,7 +202,7 @@ def _canvas_column(header: list[str], results: LabResults) -> str:
     wanted = {" ".join(results.lab.split()).casefold(), " ".join(results.title.split()).casefold()}
     found = [h for h in header if " ".join(CANVAS_ASSIGNMENT_ID.sub("", h).split()).casefold() in wanted]
     if len(found) > 1:
-        raise ValueError(f"canvas roster: columns {found} all match {results.lab}; rename all but one in Canvas")
+        raise UsageError(f"canvas roster: columns {found} all match {results.lab}; rename all but one in Canvas")
     return found[0] if found else results.title
 
 
@@ -223,13 +224,13 @@ def export(results_folders, *, out, canvas=None, roster=None, written_max: float
     """
     say = warn or (lambda line: print(line, file=sys.stderr))
     if (canvas is None) == (roster is None):
-        raise ValueError("expected one roster: canvas=Canvas's gradebook export, or roster=a plain roster CSV")
+        raise UsageError("expected one roster: canvas=Canvas's gradebook export, or roster=a plain roster CSV")
     labs = [read_results(f) for f in results_folders]
     if not labs:
-        raise ValueError("results: expected at least one grader output folder (grades-LAB/)")
+        raise UsageError("results: expected at least one grader output folder (grades-LAB/)")
     seen = [r.lab for r in labs]
     if len(set(seen)) != len(seen):
-        raise ValueError(f"results: two folders of one lab ({seen}); expected one folder per lab")
+        raise UsageError(f"results: two folders of one lab ({seen}); expected one folder per lab")
     header, students = read_canvas_roster(canvas) if canvas is not None else ([], read_roster(roster))
     done = Export()
     scores: dict[str, dict[int, float]] = {r.lab: {} for r in labs}  # lab -> roster index -> score

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.book import nbfile
 
 CONFIG_FILE = "nbgrader_config.py"
@@ -98,7 +99,7 @@ def load_course(root) -> Course:
     cfg = _config(root)
     configured = cfg.CourseDirectory.get("root") if "CourseDirectory" in cfg else None
     if configured and Path(configured).resolve() != root:
-        raise ValueError(f"course={str(root)!r}: nbgrader's configuration sets CourseDirectory.root = "
+        raise UsageError(f"course={str(root)!r}: nbgrader's configuration sets CourseDirectory.root = "
                          f"{configured!r}, another folder; grade that course's submitted/ folder, or fix "
                          f"{CONFIG_FILE}")
     return Course(root, CourseDirectory(config=cfg, root=str(root)))
@@ -139,19 +140,19 @@ def release_labs(book, course_root, *, labs=None, force: bool = False) -> list[s
     repo, course = Path(book.root).resolve(), load_course(course_root)
     root = course.root
     if root == repo or repo in root.parents or root in repo.parents:
-        raise ValueError(f"course={str(root)!r}: an nbgrader course is never written into the book's repository "
+        raise UsageError(f"course={str(root)!r}: an nbgrader course is never written into the book's repository "
                          f"({repo}) or a folder holding it; choose a folder outside it")
     every = [e for e in book.entries if e.kind == "lab" and e.validated]
     if labs:
         known = {e.id: e for e in every}
         unknown = [x for x in labs if x not in known]
         if unknown:
-            raise ValueError(f"labs={unknown!r}: expected lab ids of the book that are not planned: {sorted(known)}")
+            raise UsageError(f"labs={unknown!r}: expected lab ids of the book that are not planned: {sorted(known)}")
         every = [known[x] for x in dict.fromkeys(labs)]
     folders = {e.id: (course.folder("source", ".", e.id), course.folder("release", ".", e.id)) for e in every}
     full = [str(d) for pair in folders.values() for d in pair if d.is_dir() and any(d.iterdir())]
     if full and not force:
-        raise ValueError(f"course={str(root)!r}: {', '.join(full)} already hold files; pass --force to replace "
+        raise UsageError(f"course={str(root)!r}: {', '.join(full)} already hold files; pass --force to replace "
                          f"them (the course's gradebook, submissions and feedback are never touched)")
     made = {}
     for e in every:

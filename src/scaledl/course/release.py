@@ -30,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 
+from scaledl._args import UsageError
 from scaledl.book import nbfile
 from scaledl.book.toc import Book
 from scaledl.course.bundle import SECRET_TAGS, hidden_cell, mark_book_toml, secret_markers
@@ -56,16 +57,16 @@ def strip_hidden(source: str, where: str = "cell") -> str:
     for lineno, line in enumerate(source.splitlines(), 1):
         if HIDDEN_BEGIN.match(line):
             if inside:
-                raise ValueError(f"{where}: line {lineno} opens a hidden-test block inside another one")
+                raise UsageError(f"{where}: line {lineno} opens a hidden-test block inside another one")
             inside = True
         elif HIDDEN_END.match(line):
             if not inside:
-                raise ValueError(f"{where}: line {lineno} closes a hidden-test block that was never opened")
+                raise UsageError(f"{where}: line {lineno} closes a hidden-test block that was never opened")
             inside = False
         elif not inside:
             out.append(line)
     if inside:
-        raise ValueError(f"{where}: a hidden-test block is never closed")
+        raise UsageError(f"{where}: a hidden-test block is never closed")
     return "\n".join(out)
 
 
@@ -132,13 +133,13 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _prepare(root: Path, out: Path, force: bool) -> None:
     if _inside(out, root) or _inside(root, out):
-        raise ValueError(f"out={str(out)!r}: a student bundle is never written into the repository ({root}) "
+        raise UsageError(f"out={str(out)!r}: a student bundle is never written into the repository ({root}) "
                          f"or a folder holding it; choose a folder outside it, e.g. ../course-students")
     if out.exists() and not out.is_dir():
-        raise ValueError(f"out={str(out)!r} is a file; expected a folder")
+        raise UsageError(f"out={str(out)!r} is a file; expected a folder")
     leftovers = [p for p in out.iterdir() if p.name != ".git"] if out.is_dir() else []
     if leftovers and not force:
-        raise ValueError(f"out={str(out)!r} is not empty ({len(leftovers)} entries); pass --force to replace "
+        raise UsageError(f"out={str(out)!r} is not empty ({len(leftovers)} entries); pass --force to replace "
                          f"its contents (its .git, if any, is kept)")
     for p in leftovers:
         shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()

@@ -14,6 +14,8 @@ import csv
 import unicodedata
 from dataclasses import dataclass
 
+from scaledl._args import UsageError
+
 CANVAS_ROSTER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"  # Canvas's own cell, leading spaces included
 PLAIN_ID = ("id", "student id", "student_id", "username", "user", "login", "login id", "user id")
@@ -88,7 +90,7 @@ def read_canvas_roster(path) -> tuple[list[str], list[Student]]:
         rows = list(csv.reader(f))
     header = [h.strip() for h in rows[0]] if rows else []
     if "Student" not in header or "ID" not in header:
-        raise ValueError(f"canvas={str(path)!r}: expected Canvas's gradebook export, whose header starts "
+        raise UsageError(f"canvas={str(path)!r}: expected Canvas's gradebook export, whose header starts "
                          f"{', '.join(CANVAS_ROSTER)}; got {header[:6]}")
     students = []
     for row in rows[1:]:
@@ -117,7 +119,7 @@ def read_roster(path) -> list[Student]:
         rows = list(reader)
     id_col = _find_column(header, PLAIN_ID)
     if id_col is None:
-        raise ValueError(f"roster={str(path)!r}: expected a student id column (one of {', '.join(PLAIN_ID)}); "
+        raise UsageError(f"roster={str(path)!r}: expected a student id column (one of {', '.join(PLAIN_ID)}); "
                          f"got {header}")
     name_col, email_col, sid_col = (_find_column(header, n) for n in (PLAIN_NAME, PLAIN_EMAIL, PLAIN_SID))
     first, last = _find_column(header, ("first name", "given name")), _find_column(header, ("last name", "surname"))

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.course.account import GRADING_ACCOUNT, _chown_tree, grading_user
 from scaledl.course.limits import Limits, _enter
 from scaledl.course.processes import Cgroup, kill, processes
@@ -75,11 +76,11 @@ class Sandbox:
 
     def __post_init__(self):
         if self.level not in (*LEVELS, ACCOUNT):
-            raise ValueError(f"level={self.level!r}: expected one of {', '.join((*LEVELS, ACCOUNT))}")
+            raise UsageError(f"level={self.level!r}: expected one of {', '.join((*LEVELS, ACCOUNT))}")
         self.readonly = tuple(Path(p) for p in self.readonly)
         for p in self.readonly:
             if not p.is_absolute() or p == Path("/"):
-                raise ValueError(f"readonly={str(p)!r}: expected an absolute path below /")
+                raise UsageError(f"readonly={str(p)!r}: expected an absolute path below /")
         if os.geteuid() == 0 and self.level != "none":
             self.user, self._uid, self._gid = grading_user()
         cg = Cgroup.make(f"scaledl-probe-{self._token}", processes=Limits().processes,
@@ -136,12 +137,12 @@ class Sandbox:
             ValueError: an empty or relative argv, a missing workdir or a non-positive timeout.
         """
         if not argv or not os.path.isabs(argv[0]):
-            raise ValueError(f"argv={argv!r}: expected a command whose first item is an absolute path")
+            raise UsageError(f"argv={argv!r}: expected a command whose first item is an absolute path")
         workdir = Path(workdir).resolve()
         if not workdir.is_dir():
-            raise ValueError(f"workdir={str(workdir)!r}: expected an existing directory")
+            raise UsageError(f"workdir={str(workdir)!r}: expected an existing directory")
         if not timeout_s > 0:
-            raise ValueError(f"timeout_s={timeout_s!r}: expected a positive number of seconds")
+            raise UsageError(f"timeout_s={timeout_s!r}: expected a positive number of seconds")
         run_id = f"{self._token}.{next(self._count)}"  # next() on a count is atomic: runs may overlap
         if self._uid is not None:
             _chown_tree(workdir, self._uid, self._gid)
@@ -289,7 +290,7 @@ sys.exit("; ".join(bad) or None)
 """
 
 
-class SandboxUnavailable(ValueError):
+class SandboxUnavailable(UsageError):
     """A named sandbox level does not work on this machine; the message says why and how to get it. The only
     error ``detect("auto")`` passes over to try the next level: any other (a bug in a probe) goes through."""
 
@@ -309,7 +310,7 @@ def detect(mode: str = "auto", *, readonly: tuple[Path, ...] = ()) -> Sandbox:
             except SandboxUnavailable:
                 continue
     if mode not in (*LEVELS, ACCOUNT):
-        raise ValueError(f"mode={mode!r}: expected 'auto', 'bwrap', 'user' or 'none' (or 'account', by name)")
+        raise UsageError(f"mode={mode!r}: expected 'auto', 'bwrap', 'user' or 'none' (or 'account', by name)")
     root = os.geteuid() == 0
     if mode == "bwrap" and shutil.which("bwrap") is None:
         raise SandboxUnavailable(f"sandbox mode 'bwrap' is unavailable: bwrap is not on PATH; {INSTALL_HINT}")
@@ -344,7 +345,7 @@ def detect(mode: str = "auto", *, readonly: tuple[Path, ...] = ()) -> Sandbox:
 def _which(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise ValueError(f"{name} is not on PATH; {INSTALL_HINT} (setpriv and unshare come with util-linux)")
+        raise UsageError(f"{name} is not on PATH; {INSTALL_HINT} (setpriv and unshare come with util-linux)")
     return path
 
 

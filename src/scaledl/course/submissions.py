@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl._args import UsageError
+
 COPY = re.compile(r"^(?P<base>.*?)\s*\((?P<n>\d+)\)$")  # "ada (1)": the browser's or LMS's second download
 
 
@@ -56,7 +58,7 @@ def find(folder, assignment: str | None = None) -> list[Submission]:
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise ValueError(f"submissions={str(folder)!r}: expected a folder of submitted notebooks")
+        raise UsageError(f"submissions={str(folder)!r}: expected a folder of submitted notebooks")
     by_student: dict[str, list[tuple[float, int, Path]]] = {}
     for path in sorted(folder.rglob("*.ipynb")):
         rel = path.relative_to(folder)
@@ -71,7 +73,7 @@ def find(folder, assignment: str | None = None) -> list[Submission]:
         by_student.setdefault(_safe(student), []).append((path.stat().st_mtime, copy_n, path))
     if not by_student:
         of = f" of assignment {assignment!r} (nbgrader's STUDENT/{assignment}/*.ipynb)" if assignment else ""
-        raise ValueError(f"submissions={str(folder)!r}: holds no .ipynb notebook{of}")
+        raise UsageError(f"submissions={str(folder)!r}: holds no .ipynb notebook{of}")
     found = []
     for student in sorted(by_student):
         ranked = sorted(by_student[student], key=lambda t: (t[0], t[1], str(t[2])))

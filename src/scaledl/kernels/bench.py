@@ -32,6 +32,8 @@ import numpy as np
 
 import scaledl.device
 from numba import cuda
+
+from scaledl._args import count_arg, UsageError
 from scaledl._optional import install_command
 from scaledl.kernels.bench_timing import (HOLD_LIMIT_US, STREAM_INNER, TARGETS, NotQueued, Row,  # noqa: F401
                                           hold_kernel, time_ms, time_queued_ms)
@@ -112,7 +114,7 @@ def measure(section: str, baselines, sizes: Sizes) -> list[Row]:
     if section == "quantize":
         return later.bench_quantize(baselines, sizes.n_stream, sizes.repeats, inner=sizes.stream_inner,
                                     warmup=sizes.warmup)
-    raise ValueError(f"section must be one of {SECTIONS}, got {section!r}")
+    raise UsageError(f"section must be one of {SECTIONS}, got {section!r}")
 
 
 def format_table(rows: list[Row], header: str = "") -> str:
@@ -353,7 +355,7 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     """Entry point of ``scaledl bench``. Returns 0 on success, 2 without a GPU or without CuPy."""
     parser = argparse.ArgumentParser(prog="scaledl bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
-    parser.add_argument("--repeats", type=int, default=None, help="timed launches per kernel (median)")
+    parser.add_argument("--repeats", type=count_arg, default=None, help="timed launches per kernel (median)")
     args = parser.parse_args(argv or [])
     if not scaledl.device.on_gpu():
         print(no_gpu_message(), file=out)

@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.kernels import occupancy as occ
 from scaledl.kernels import sass
 from scaledl.kernels import static_report as sr
@@ -135,7 +136,7 @@ def write(arch: str = "sm_90", path: str | Path | None = None) -> Path:
         RuntimeError: a kernel failed to compile (a record of errors would hide them).
     """
     if arch not in RECORD_FILES:
-        raise ValueError(f"arch={arch!r}: the package records {sorted(RECORD_FILES)}")
+        raise UsageError(f"arch={arch!r}: the package records {sorted(RECORD_FILES)}")
     reports = sr.report(arch=arch)
     failed = {r.name: r.error for r in reports if r.error}
     if failed:
@@ -154,15 +155,15 @@ def recorded(only=None, arch: str = "sm_90", *, why: str = "") -> StaticFacts:
         ValueError: an architecture without a record, or a kernel the record does not hold.
     """
     if arch not in RECORD_FILES:
-        raise ValueError(f"arch={arch!r}: the package records {sorted(RECORD_FILES)}")
+        raise UsageError(f"arch={arch!r}: the package records {sorted(RECORD_FILES)}")
     doc = json.loads(RECORD_FILES[arch].read_text())
     if doc.get("schema") != SCHEMA:
-        raise ValueError(f"{RECORD_FILES[arch].name}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
+        raise UsageError(f"{RECORD_FILES[arch].name}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
     table = {d["name"]: d for d in doc["kernels"]}
     wanted = list(table if not only else only)
     unknown = [n for n in wanted if n not in table]
     if unknown:
-        raise ValueError(f"only: {unknown} not in the record; it holds {list(table)}")
+        raise UsageError(f"only: {unknown} not in the record; it holds {list(table)}")
     return StaticFacts(tuple(_from_dict(table[n]) for n in wanted), arch, doc["tools"], True, why)
 
 

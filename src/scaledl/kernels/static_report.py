@@ -36,6 +36,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl.kernels import occupancy as occ
 from scaledl.kernels import sass as sass_text
 from scaledl.kernels.launch_table import kernel_table
@@ -232,7 +233,7 @@ def assemble_ptx(name: str, ptx: str, threads_per_block: int, arch: str = "sm_90
         ValueError: an unknown architecture. ToolsMissing: ptxas or nvdisasm is not installed.
     """
     if arch not in ARCHS:
-        raise ValueError(f"arch={arch!r} is not supported; expected one of {sorted(ARCHS)}")
+        raise UsageError(f"arch={arch!r} is not supported; expected one of {sorted(ARCHS)}")
     ptxas, nvdisasm = _require_tools()
     with tempfile.TemporaryDirectory(prefix="scaledl-static-") as tmp:
         path = os.path.join(tmp, "kernel.ptx")
@@ -281,12 +282,12 @@ def report(only=None, arch: str = "sm_90", *, save_dir: str | None = None,
         ToolsMissing: ptxas, nvdisasm or libNVVM is not installed.
     """
     if arch not in ARCHS:
-        raise ValueError(f"arch={arch!r} is not supported; expected one of {sorted(ARCHS)}")
+        raise UsageError(f"arch={arch!r} is not supported; expected one of {sorted(ARCHS)}")
     names = [e.name for e in kernel_table()]
     wanted = list(names if not only else only)
     unknown = [n for n in wanted if n not in names]
     if unknown:
-        raise ValueError(f"only: unknown kernel(s) {unknown}; expected names from {names}")
+        raise UsageError(f"only: unknown kernel(s) {unknown}; expected names from {names}")
     ptxas, nvdisasm = _require_tools()
     cc = (int(arch[3]), int(arch[4]))
     with tempfile.TemporaryDirectory(prefix="scaledl-static-") as tmp:
@@ -352,7 +353,7 @@ def format_table(reports: list[KernelReport], columns=COLUMNS, style: str = "mar
     """
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown or style not in ("markdown", "text"):
-        raise ValueError(f"columns {unknown} / style {style!r}: expected columns from {COLUMNS} and a style of "
+        raise UsageError(f"columns {unknown} / style {style!r}: expected columns from {COLUMNS} and a style of "
                          "'markdown' or 'text'")
     table = [[row.get(c, "") if "error" not in row else (row["kernel"] if c == "kernel" else "") for c in columns]
              + ([f"error: {row['error']}"] if "error" in row else []) for row in rows(reports)]
@@ -380,5 +381,5 @@ def changed(before: KernelReport, after: KernelReport, columns=COLUMNS[1:]) -> l
     """
     a, b = rows([before, after])
     if "error" in a or "error" in b:
-        raise ValueError(f"before/after: {before.name if 'error' in a else after.name} failed to compile, no facts")
+        raise UsageError(f"before/after: {before.name if 'error' in a else after.name} failed to compile, no facts")
     return [(c, a[c], b[c]) for c in columns if a[c] != b[c]]

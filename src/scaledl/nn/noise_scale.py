@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from scaledl._args import count
 
 __all__ = ["NoiseScale", "noise_scale", "measure_noise_scale"]

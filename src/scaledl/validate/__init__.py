@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from scaledl._args import UsageError
 from scaledl import device
 from scaledl.validate import report as report_mod
 
@@ -55,7 +56,7 @@ def validate(out: Path, *, quick: bool = False, skip_notebooks: bool = False, on
 
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file; expected a folder for report.json and report.md")
+        raise UsageError(f"--out {out} is a file; expected a folder for report.json and report.md")
     out.mkdir(parents=True, exist_ok=True)
     book, root = _book()
     if only and book is not None:

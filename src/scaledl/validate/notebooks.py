@@ -17,6 +17,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from scaledl._args import UsageError
 from scaledl.book.execute import _kernel_env
 from scaledl.book.toc import Book, Entry
 
@@ -35,7 +36,7 @@ def select(book: Book, *, quick: bool = False, only: list[str] | None = None) ->
         entries = [book.resolve(name) for name in only]
         for e in entries:
             if not e.validated:
-                raise ValueError(f"only: {e.kind} {e.id} is planned in book.toml: no notebook to execute")
+                raise UsageError(f"only: {e.kind} {e.id} is planned in book.toml: no notebook to execute")
         return entries
     gpu = [e for e in book.entries if e.gpu and e.validated]
     if quick:
