@@ -92,8 +92,8 @@ def test_views(data):
     assert "vs none" in V.format_table(rows, "none")
     fig = V.time_view(rows, target=0.3)
     assert isinstance(fig, matplotlib.figure.Figure)
-    with pytest.raises(ValueError, match=r"bandwidth_Gbps must be"):
-        V.time_view(rows, bandwidth_Gbps=0)
+    with pytest.raises(ValueError, match=r"bandwidth_Gbit_s must be"):
+        V.time_view(rows, bandwidth_Gbit_s=0)
     text = V.fill_in_view(4, 1.0, n=1000)
     assert "sparse vs" in text and text.count("round") == 2
     with pytest.raises(ValueError, match=r"density_percent"):

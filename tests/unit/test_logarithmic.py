@@ -23,7 +23,7 @@ EPS64 = np.finfo(np.float64).eps
 def test_log_4_3_grid_facts():
     g = LOG_4_3
     assert (g.bits, g.code_min, g.code_max, g.steps_per_octave) == (8, -63, 63, 8)
-    assert g.max_value == 2.0 ** (63 / 8) and g.min_value == 2.0 ** (-63 / 8)
+    assert g.max_value == 2.0 ** (63 / 8) and g.min_positive == 2.0 ** (-63 / 8)
     assert g.dynamic_range_octaves == 126 / 8
 
 

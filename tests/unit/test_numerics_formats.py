@@ -57,7 +57,7 @@ def test_integer_and_log_specs():
     assert lns.max_value == 2.0 ** (63 / 8)
     # Same grid as the logarithmic arithmetic module's Log 4.3
     from scaledl.numerics.logarithmic import LOG_4_3
-    assert lns.max_value == LOG_4_3.max_value and lns.min_positive == LOG_4_3.min_value
+    assert lns.max_value == LOG_4_3.max_value and lns.min_positive == LOG_4_3.min_positive
 
 
 @pytest.mark.parametrize("alias, name", [("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2"),

@@ -192,7 +192,7 @@ def test_view_scaling_draws_the_measured_point_and_the_curve():
     assert model.get_ydata()[-1] == pytest.approx(100 * record("Goyal et al. 2017").prediction.efficiency,
                                                   rel=1e-12)
     plt.close(fig)
-    fig = view_scaling(nic_Gbps=10.0, algorithm="ring", max_gpus=64)
+    fig = view_scaling(nic_Gbit_s=10.0, algorithm="ring", max_gpus=64)
     assert len(fig.axes[0].lines[0].get_xdata()) == 4
     plt.close(fig)
 
@@ -230,8 +230,8 @@ def test_bad_rows_and_bad_view_arguments_say_what_was_expected():
         RecordRun("x", r.run, 0.9, "h")
     with pytest.raises(ValueError, match="name must be one of .*; got 'Nobody'"):
         record("Nobody")
-    with pytest.raises(ValueError, match="nic_Gbps must be a positive number, got 0"):
-        view_scaling(nic_Gbps=0)
+    with pytest.raises(ValueError, match="nic_Gbit_s must be a positive number, got 0"):
+        view_scaling(nic_Gbit_s=0)
     with pytest.raises(ValueError, match="algorithm must be one of .*; got 'star'"):
         view_scaling(algorithm="star")
     with pytest.raises(ValueError, match="max_gpus must be an int >= gpus_per_node=8, got 4"):

@@ -43,29 +43,29 @@ def scaling_curve(run: DataParallelRun, gpu_counts) -> np.ndarray:
     return np.array([predict(run.replace(gpus=g)).efficiency for g in counts])
 
 
-def view_scaling(nic_Gbps: float = 50.0, algorithm: str = "hierarchical", max_gpus: int = 256,
+def view_scaling(nic_Gbit_s: float = 50.0, algorithm: str = "hierarchical", max_gpus: int = 256,
                  name: str = "Goyal et al. 2017"):
-    """Scaling efficiency against GPU count for the run ``name`` with its NIC at ``nic_Gbps`` per link and
+    """Scaling efficiency against GPU count for the run ``name`` with its NIC at ``nic_Gbit_s`` per link and
     ``algorithm``, from one node to ``max_gpus`` GPUs (doubling), with the measured figure marked.
 
     Raises:
-        ValueError: nic_Gbps not positive, an unknown algorithm or name, max_gpus below one node.
+        ValueError: nic_Gbit_s not positive, an unknown algorithm or name, max_gpus below one node.
     """
     import matplotlib.pyplot as plt
 
     r = record(name)
-    if isinstance(nic_Gbps, bool) or not isinstance(nic_Gbps, numbers.Real) or not nic_Gbps > 0:
-        raise ValueError(f"nic_Gbps must be a positive number, got {nic_Gbps!r}")
+    if isinstance(nic_Gbit_s, bool) or not isinstance(nic_Gbit_s, numbers.Real) or not nic_Gbit_s > 0:
+        raise ValueError(f"nic_Gbit_s must be a positive number, got {nic_Gbit_s!r}")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
     per_node = r.run.gpus_per_node
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, numbers.Integral) or max_gpus < per_node:
         raise ValueError(f"max_gpus must be an int >= gpus_per_node={per_node}, got {max_gpus!r}")
-    run = r.run.replace(nic_Bps=nic_Gbps * 1e9 / 8, algorithm=algorithm)
+    run = r.run.replace(nic_Bps=nic_Gbit_s * 1e9 / 8, algorithm=algorithm)
     counts = node_doublings(per_node, max_gpus)
     eff = scaling_curve(run, counts)
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    ax.plot(counts, eff * 100, "o-", label=f"model: {nic_Gbps:g} Gb/s per NIC, {algorithm}")
+    ax.plot(counts, eff * 100, "o-", label=f"model: {nic_Gbit_s:g} Gb/s per NIC, {algorithm}")
     if r.measured.efficiency is not None:
         ax.plot([r.run.gpus], [r.measured.efficiency * 100], "k*", ms=12, label=f"published ({r.name})")
     ax.set_xscale("log", base=2)

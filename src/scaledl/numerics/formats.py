@@ -85,6 +85,8 @@ class IntFormat:
 
     @property
     def min_value(self) -> float:
+        """The most negative value (``-2**(bits-1)``, 0 unsigned), as NumPy's ``iinfo.min``; the smallest
+        positive one is :attr:`min_positive` (every format has that name)."""
         return float(self.min_int)
 
     @property
@@ -281,10 +283,6 @@ class LogFormat:
     def code_min(self) -> int:
         """Smallest nonzero code; the one below it is spent on zero."""
         return -self.code_max
-
-    @property
-    def min_value(self) -> float:
-        return 2.0 ** (self.code_min / self.steps_per_octave)
 
     @property
     def dynamic_range_octaves(self) -> float:

@@ -102,7 +102,7 @@ def lns_encode(x, *, int_bits: int = 4, frac_bits: int = 3, saturate: bool = Tru
         d_hi = np.exp2((lo + 1) / g.steps_per_octave) - mag
         up = (d_hi < d_lo) | ((d_hi == d_lo) & (lo % 2 != 0))  # a tie goes to the even code
         code = np.where(up, lo + 1, lo)
-        tiny = (code < g.code_min) & ~(mag > g.min_value / 2)  # nearer to 0 than to the smallest value
+        tiny = (code < g.code_min) & ~(mag > g.min_positive / 2)  # nearer to 0 than to the smallest value
         code = np.maximum(code, g.code_min)
     if not saturate and np.any((mag > 0) & (code > g.code_max)):
         raise ValueError(f"x: a magnitude above {g.label}'s largest value {g.max_value:.6g} with saturate=False")

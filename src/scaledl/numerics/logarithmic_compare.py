@@ -115,12 +115,12 @@ def compare_log_roundings(fmt="lns4.3", samples_per_step: int = 4096) -> dict:
     rnd = lambda rule: lns_quantize(x, int_bits=spec.int_bits, frac_bits=spec.frac_bits, rounding=rule)  # noqa: E731
     qv, qe = rnd(NEAREST_VALUE), rnd(NEAREST_EXPONENT)
     differ = qv != qe
-    inside = (x > spec.min_value) & (x < spec.max_value)
+    inside = (x > spec.min_positive) & (x < spec.max_value)
     n_sweep = sweep.size
     # the band of each disagreement: between the geometric and arithmetic midpoints of its two neighbours
     kk = np.floor(np.log2(x) * S)
     gm, am = np.exp2((kk + 0.5) / S), (np.exp2(kk / S) + np.exp2((kk + 1) / S)) / 2
-    bottom = x < spec.min_value  # below the smallest value: each rule flushes to 0 from its own threshold
+    bottom = x < spec.min_positive  # below the smallest value: each rule flushes to 0 from its own threshold
     between = (x >= gm * (1 - 1e-12)) & (x <= am * (1 + 1e-12))
     in_bands = bool(np.all((bottom | between)[differ]))
     values = spec.magnitudes()

@@ -321,17 +321,17 @@ def squeezenet_parameters() -> int:
     return total + cin * 1000 + 1000
 
 
-def time_view(summaries: list[Summary], *, bandwidth_Gbps: float = 1.0, latency_us: float = 50.0,
+def time_view(summaries: list[Summary], *, bandwidth_Gbit_s: float = 1.0, latency_us: float = 50.0,
               compute_us: float = 1000.0, target: float = 0.95):
     """Bar chart: seconds to ``target`` accuracy (mean over the seeds that reach it) per configuration, on a
-    network of ``bandwidth_Gbps`` gigabit/s and ``latency_us`` per message, with ``compute_us`` of compute per
+    network of ``bandwidth_Gbit_s`` gigabit/s and ``latency_us`` per message, with ``compute_us`` of compute per
     step; the split into compute and communication is drawn."""
     import matplotlib.pyplot as plt
 
-    if not (bandwidth_Gbps > 0 and latency_us >= 0 and compute_us >= 0):
-        raise ValueError(f"bandwidth_Gbps must be > 0 and latency_us, compute_us >= 0, got "
-                         f"{bandwidth_Gbps!r}, {latency_us!r}, {compute_us!r}")
-    alpha, beta = latency_us * 1e-6, 8 / (bandwidth_Gbps * 1e9)
+    if not (bandwidth_Gbit_s > 0 and latency_us >= 0 and compute_us >= 0):
+        raise ValueError(f"bandwidth_Gbit_s must be > 0 and latency_us, compute_us >= 0, got "
+                         f"{bandwidth_Gbit_s!r}, {latency_us!r}, {compute_us!r}")
+    alpha, beta = latency_us * 1e-6, 8 / (bandwidth_Gbit_s * 1e9)
     labels, comp, comm = [], [], []
     for s in summaries:
         got = [time_to_accuracy(r, target, alpha=alpha, beta=beta, compute_s=compute_us * 1e-6) for r in s.runs]
@@ -347,7 +347,7 @@ def time_view(summaries: list[Summary], *, bandwidth_Gbps: float = 1.0, latency_
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.set_xlabel(f"seconds to {100 * target:g} % test accuracy")
-    ax.set_title(f"{bandwidth_Gbps:g} Gb/s, {latency_us:g} us/message, {compute_us:g} us compute/step", fontsize=9)
+    ax.set_title(f"{bandwidth_Gbit_s:g} Gb/s, {latency_us:g} us/message, {compute_us:g} us compute/step", fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     plt.close(fig)
