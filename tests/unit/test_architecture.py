@@ -89,6 +89,27 @@ def test_the_names_released_notebooks_import_still_work(monkeypatch):
     assert policy_hint(3, True, 5, 3, 0).startswith("dispatching while busy")
 
 
+def test_the_names_kept_after_this_issues_splits():
+    """Split modules keep their old names where graders, tests and notebooks reach them (ARCHITECTURE.md, the
+    moves marked "also"), the same objects (graders ban library functions by identity); released labs import
+    the GEMM launcher both as a function of scaledl.kernels and from the module."""
+    import scaledl.kernels as K
+    from scaledl.comm import routes, topology
+    from scaledl.course import account, authoring, grade, lab, limits, sandbox
+    from scaledl.kernels import gemm as gemm_fn  # lab 01, lab 02 (the function)
+    from scaledl.kernels import gemm_kloop
+    from scaledl.kernels.gemm import LADDER_FACTORIES, gemm, prefetch_kernel  # lab 02 (the module's name)
+    from scaledl.labs import dgc_checks
+
+    assert gemm is gemm_fn is K.gemm and callable(gemm)
+    assert prefetch_kernel is gemm_kloop.prefetch_kernel is LADDER_FACTORIES["prefetch"]
+    assert topology.ring_order is routes.ring_order and topology.path_alpha_beta is routes.path_alpha_beta
+    assert grade.load_lab is lab.load_lab and grade.new_test_cell is authoring.new_test_cell
+    assert sandbox.Limits is limits.Limits and sandbox.grading_user is account.grading_user
+    assert dgc_checks.spec_top_k.__module__.startswith("scaledl.labs.dgc_checks.")  # under the banned prefix
+    assert all(hasattr(dgc_checks, n) for n in dgc_checks.__all__)
+
+
 def test_every_area_has_a_layer_and_a_line_on_the_map():
     """A new area (a folder or a top-level module of src/scaledl) must be placed in the layers and in
     ARCHITECTURE.md; a name that left the package must leave both."""

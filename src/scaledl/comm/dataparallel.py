@@ -44,6 +44,28 @@ def ring_reducer(worker_grads: list[dict[str, np.ndarray]]) -> dict[str, np.ndar
     return unflatten(summed, worker_grads[0])
 
 
+def rank_shards(data, *, steps: int, batch_size: int, workers: int, rank: int, seed: int):
+    """Rank ``rank``'s share of each of ``steps`` steps, dealt as :func:`scaledl.nn.train` deals them: a new
+    permutation of the training set (``default_rng(seed)``) every epoch, batches of ``batch_size`` in its order,
+    the rank's piece of ``np.array_split(batch, workers)``; a trailing batch smaller than ``workers`` is skipped
+    (its step yields nothing). Yields ``(xs, ys, share)``, ``share = len(xs) / len(batch)``: the weight of this
+    rank's mean loss and gradient in the batch's. The MPI training loops (this module's and
+    :mod:`scaledl.comm.compression.mpi_train`) share it, so both see the simulated workers' batches."""
+    n = data.n_train
+    steps_per_epoch = -(-n // batch_size)
+    rng = np.random.default_rng(seed)
+    order = np.empty(0, int)
+    for step in range(int(steps)):
+        if step % steps_per_epoch == 0:
+            order = rng.permutation(n)
+        i = (step % steps_per_epoch) * batch_size
+        idx = order[i:i + batch_size]
+        if len(idx) < workers:
+            continue
+        xs = np.array_split(data.x_train[idx], workers)[rank]
+        yield xs, np.array_split(data.y_train[idx], workers)[rank], len(xs) / len(idx)
+
+
 def mpi_train(comm, model, data, *, steps: int, batch_size: int = 32, optimizer=None, seed: int = 0):
     """This rank's part of data-parallel SGD over ``comm``: the loop of :func:`scaledl.nn.train` (same
     shuffling, sharding, skipping and update) with its shard's gradient and an MPI ring all-reduce.
@@ -61,24 +83,14 @@ def mpi_train(comm, model, data, *, steps: int, batch_size: int = 32, optimizer=
     n = data.n_train
     batch_size = min(int(batch_size), n)
     check_workers(workers, batch_size)
-    steps_per_epoch = -(-n // batch_size)
     optimizer = optimizer or SGD(lr=0.05, momentum=0.9)
-    rng = np.random.default_rng(seed)
     params, losses = model.parameters(), []
-    order = np.empty(0, int)
     with threadpool_limits(limits=1, user_api="blas"):  # as train(): one BLAS thread, the same kernels
-        for step in range(int(steps)):
-            if step % steps_per_epoch == 0:
-                order = rng.permutation(n)
-            i = (step % steps_per_epoch) * batch_size
-            idx = order[i:i + batch_size]
-            if len(idx) < workers:  # as train(): a trailing batch too small to shard is skipped
-                continue
-            xs = np.array_split(data.x_train[idx], workers)[rank]
-            ys = np.array_split(data.y_train[idx], workers)[rank]
-            loss, grads = model.loss_and_gradients(xs, ys, scale=len(xs) / len(idx))
+        for xs, ys, share in rank_shards(data, steps=steps, batch_size=batch_size, workers=workers, rank=rank,
+                                         seed=seed):
+            loss, grads = model.loss_and_gradients(xs, ys, scale=share)
             summed = unflatten(ring_allreduce(comm, flatten(grads)), grads)
-            losses.append(comm.allreduce(loss * len(xs) / len(idx)))
+            losses.append(comm.allreduce(loss * share))
             if all(np.isfinite(g).all() for g in summed.values()):
                 optimizer.step(params, summed)
     return losses

@@ -30,6 +30,7 @@ def mpi_train_compressed(comm, model, data, name: str, *, epochs: int, batch_siz
 
     from scaledl.comm.compression import make_compressor
     from scaledl.comm.compression.views import calls_per_epoch
+    from scaledl.comm.dataparallel import rank_shards
     from scaledl.nn.optim import SGD
     from scaledl.nn.parallel import check_workers
 
@@ -46,22 +47,13 @@ def mpi_train_compressed(comm, model, data, name: str, *, epochs: int, batch_siz
     compressor = make_compressor(name, seed=np.random.SeedSequence(seed).spawn(workers)[rank], **options)
     own_momentum = name == "dgc" and options.get("momentum_correction", True)
     optimizer = SGD(lr=lr, momentum=0.0 if own_momentum else momentum)
-    rng = np.random.default_rng(seed)
     params = model.parameters()
     sent = exchanges = 0
     comm_s = 0.0
-    order = np.empty(0, int)
     with threadpool_limits(limits=1, user_api="blas"):  # as train(): one BLAS thread, the same kernels
-        for step in range(int(epochs) * steps_per_epoch):
-            if step % steps_per_epoch == 0:
-                order = rng.permutation(n)
-            i = (step % steps_per_epoch) * batch_size
-            idx = order[i:i + batch_size]
-            if len(idx) < workers:  # as train(): a trailing batch too small to shard is skipped
-                continue
-            xs = np.array_split(data.x_train[idx], workers)[rank]
-            ys = np.array_split(data.y_train[idx], workers)[rank]
-            _, grads = model.loss_and_gradients(xs, ys, scale=len(xs) / len(idx))
+        for xs, ys, share in rank_shards(data, steps=int(epochs) * steps_per_epoch, batch_size=batch_size,
+                                         workers=workers, rank=rank, seed=seed):
+            _, grads = model.loss_and_gradients(xs, ys, scale=share)
             finite = all(np.isfinite(g).all() for g in grads.values())
             if not comm.allreduce(finite, op=_land(comm)):  # as the reducer: a non-finite step is skipped
                 continue
