@@ -173,6 +173,13 @@ def _simulated(kernel):
 MAX_COUNTED_THREADS = 2_000_000  # one Python call per access: keep a counted run to seconds
 
 
+def check_countable(M: int, N: int, K: int, example: str = "32 x 32 x 32") -> None:
+    """Refuse a counted run too large for the simulator (``M N K`` over :data:`MAX_COUNTED_THREADS`)."""
+    if M * N * max(K, 1) > MAX_COUNTED_THREADS:
+        raise ValueError(f"M*N*K = {M * N * K} is too large to count on the simulator; keep it under "
+                         f"{MAX_COUNTED_THREADS} (e.g. {example})")
+
+
 def count_gemm_traffic(M: int, N: int, K: int, variant: str, *, seed: int = 0, **tiling) -> GemmTraffic:
     """Run ``variant`` on the simulator with counting arrays and return the accesses it actually made.
 
@@ -185,9 +192,7 @@ def count_gemm_traffic(M: int, N: int, K: int, variant: str, *, seed: int = 0, *
     _check_dims(M, N, K)
     config = resolve_tiling(variant, tiling)
     M, N, K = int(M), int(N), int(K)
-    if M * N * max(K, 1) > MAX_COUNTED_THREADS:
-        raise ValueError(f"M*N*K = {M * N * K} is too large to count on the simulator; keep it under "
-                         f"{MAX_COUNTED_THREADS} (e.g. 32 x 32 x 32)")
+    check_countable(M, N, K)
     rng = np.random.default_rng(seed)
     A = CountingArray(rng.standard_normal((M, K)).astype(np.float32))
     B = CountingArray(rng.standard_normal((K, N)).astype(np.float32))

@@ -148,15 +148,13 @@ def count_nm_gemm_traffic(M: int, N: int, K: int, variant: str, *, tile: int | N
         RuntimeError: the kernel's result is wrong.
     """
     from scaledl.kernels import nm_gemm
-    from scaledl.kernels.gemm_traffic import MAX_COUNTED_THREADS
+    from scaledl.kernels.gemm_traffic import check_countable
     from scaledl.sparsity import compress_nm
 
     _check_dims(M, N, K)
     T = _tile(variant, tile)
     M, N, K = int(M), int(N), int(K)
-    if M * N * max(K, 1) > MAX_COUNTED_THREADS:
-        raise ValueError(f"M*N*K = {M * N * K} is too large to count on the simulator; keep it under "
-                         f"{MAX_COUNTED_THREADS} (e.g. 32 x 64 x 32)")
+    check_countable(M, N, K, "32 x 64 x 32")
     rng = np.random.default_rng(seed)
     values, meta = compress_nm(rng.standard_normal((M, K)).astype(np.float32), axis=1, pad=True)
     arrays = [CountingArray(np.ascontiguousarray(a)) for a in
