@@ -3,8 +3,8 @@
 JupyterLab leaves .ipynb_checkpoints/ beside every notebook it opens, `make lab` keeps the reader's copy in
 workspace/, Python leaves __pycache__/: all git-ignored, all there on a reader's or author's machine and never
 in a clean clone. A test that walked or copied them would pass in CI and fail after `make lab`; so tests that
-copy or walk the book read this list instead: tracked files and new ones not yet added, less what git ignores. Outside a git checkout (an unpacked sdist) the files on disk are
-taken, less those three kinds.
+copy or walk the book read this list instead: tracked files and new ones not yet added, less what git
+ignores. Outside a git checkout (an unpacked sdist) the files on disk are taken, less those three kinds.
 """
 
 from __future__ import annotations

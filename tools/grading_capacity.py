@@ -144,7 +144,8 @@ def gradescope(labs: list[str], python: str) -> dict:
             before = load()
             start = time.perf_counter()
             try:
-                ran = subprocess.run([str(top / "run_autograder")], capture_output=True, text=True, preexec_fn=box.enter,
+                ran = subprocess.run([str(top / "run_autograder")], capture_output=True, text=True,
+                                     preexec_fn=box.enter,
                                      env={"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(top),
                                           GS.SANDBOX_VAR: "account"})
                 wall = time.perf_counter() - start

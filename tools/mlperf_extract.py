@@ -2,9 +2,9 @@
 
 Run offline over local git mirrors of github.com/mlcommons/training_results_vX.Y (one bare or normal clone
 per round); it reads, for each selected system, every result_N.txt of its resnet benchmark (the MLLOG lines)
-and the system's description JSON, and writes plain data (JSON, read by scaledl.comm.mlperf_logs): per run the global batch, the
-optimizer, run_start to run_stop, and the training time of each epoch (epoch_start to epoch_stop, which
-excludes the evaluation that follows an epoch). Usage:
+and the system's description JSON, and writes plain data (JSON, read by scaledl.comm.mlperf_logs): per run
+the global batch, the optimizer, run_start to run_stop, and the training time of each epoch (epoch_start to
+epoch_stop, which excludes the evaluation that follows an epoch). Usage:
 
     python tools/mlperf_extract.py MIRRORS_DIR > src/scaledl/comm/mlperf_logs.json
 

@@ -10,8 +10,9 @@ result, now and then. It showed up once as lab 02's solution failing "two identi
 results" with a 0.5 ms switch interval; tests/sim/test_simfix.py forces the switch and shows both the failure
 and the mend.
 
-:func:`install` replaces the method by one that does the same under a lock, at once if the simulator's module is loaded and otherwise the
-moment it is imported (an import hook, so ``import scaledl`` does not pay numba.cuda's import).
+:func:`install` replaces the method by one that does the same under a lock, at once if the simulator's module
+is loaded and otherwise the moment it is imported (an import hook, so ``import scaledl`` does not pay
+numba.cuda's import).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ and previous work, MathJax (bundled) typesets every formula, search finds a term
 code or answer-key text.
 
 The site is built once per session (conftest.py's `book_site`, shared with test_journey_site.py: Jupyter Book
-over the real book, about 15-25 s on two cores) and served from a local HTTP server; Chromium is given no route to the network except 127.0.0.1, so
-anything a page fetched from a CDN would fail and show up as a console error. The solution scan reads the
-built HTML and needs no browser. Measured on two busy cores: the build 14-26 s, the whole file 45-75 s.
+over the real book, about 15-25 s on two cores) and served from a local HTTP server; Chromium is given no
+route to the network except 127.0.0.1, so anything a page fetched from a CDN would fail and show up as a
+console error. The solution scan reads the built HTML and needs no browser. Measured on two busy cores: the
+build 14-26 s, the whole file 45-75 s.
 """
 
 from __future__ import annotations
@@ -136,8 +137,9 @@ def _flat(text: str) -> str:
 
 
 def _distinctive(book) -> set[str]:
-    """Code lines inside solution and hidden-test blocks and prose runs of answer-key cells (solutions' and chapters') that
-    occur nowhere in what the site may show: the chapters' other cells and outputs, the student labs."""
+    """Code lines inside solution and hidden-test blocks and prose runs of answer-key cells (solutions' and
+    chapters') that occur nowhere in what the site may show: the chapters' other cells and outputs, the student
+    labs."""
     begin = re.compile(r"^\s*### BEGIN (SOLUTION|HIDDEN TESTS)")
     end = re.compile(r"^\s*### END (SOLUTION|HIDDEN TESTS)")
     secret, public = set(), []

@@ -104,7 +104,8 @@ BUGS = {
               "                acc += data[j] * x[indices[j]]\n            y[row] = acc",
               "        acc = float32(0.0)\n        for j in range(indptr[row], indptr[row + 1]):\n"
               "            acc += data[j] * x[indices[j]]\n        y[row] = acc"),
-    "lab05": ("task_1_1", 'b[(i + 1 - s) % p], b[(i + 1 - s) % p + 1], "copy"', 'b[(i - s) % p], b[(i - s) % p + 1], "copy"'),
+    "lab05": ("task_1_1", 'b[(i + 1 - s) % p], b[(i + 1 - s) % p + 1], "copy"',
+              'b[(i - s) % p], b[(i - s) % p + 1], "copy"'),
     "lab06": ("task_3_1", "                sent += len(message)\n", "                sent += len(message) // 2\n"),
 }
 # lab -> (tasks it loses, text, replacement): the library's own answer, called by name
@@ -188,7 +189,8 @@ def cheats(lab, folder: Path) -> dict[str, Expect]:
         cases["nokernel"] = (nokernel, Expect(full - pts["task_2_1"], "REVIEW", lost=("task_2_1",)))
     if lab == "lab05":  # every rank sends before it receives: past MPI's eager limit all block in Send
         dead = handed_in(sol, (
-            "        comm.Sendrecv(out[b[send]:b[send + 1]], dest=right, sendtag=step, recvbuf=scratch[:n], source=left,\n"
+            "        comm.Sendrecv(out[b[send]:b[send + 1]], dest=right, sendtag=step, "
+            "recvbuf=scratch[:n], source=left,\n"
             "                      recvtag=step)\n",
             "        comm.Send(out[b[send]:b[send + 1]], dest=right, tag=step)\n"
             "        comm.Recv(scratch[:n], source=left, tag=step)\n"),
@@ -220,14 +222,17 @@ def harm(folder: Path, *, targets: dict[str, str], grades_csv: str) -> dict[str,
         "writer": (with_cell(base, write_all, at="end"), Expect(full)),
         "envleak": (with_cell(base, "import os\nprint(dict(os.environ))\nprint(open('/proc/1/environ', 'rb').read())",
                               at="end"), Expect(full)),
-        "killer": (with_cell(base, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.killpg(0, signal.SIGKILL)",
+        "killer": (with_cell(base, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+                                   "os.killpg(0, signal.SIGKILL)",
                              at="end"), Expect(full, "REVIEW")),
         "detached": (with_cell(base, "import os, time\n"
                                      "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
                                      "        open('detached.pid', 'w').write(str(os.getpid()))\n"
                                      "        time.sleep(5)\n"
-                                     f"        try:\n            open({grades_csv!r}, 'w').write('student,total\\nme,1000\\n')\n"
-                                     "        except Exception:\n            pass\n        os._exit(0)\n    os._exit(0)\n"
+                                     "        try:\n"
+                                     f"            open({grades_csv!r}, 'w').write('student,total\\nme,1000\\n')\n"
+                                     "        except Exception:\n            pass\n"
+                                     "        os._exit(0)\n    os._exit(0)\n"
                                      "children = [os.fork() for _ in range(1)]\n"
                                      "if 0 in children:\n    time.sleep(600)\n    os._exit(0)\nprint('forked')",
                                at="end"), Expect(full, "REVIEW")),
@@ -242,16 +247,19 @@ def harm(folder: Path, *, targets: dict[str, str], grades_csv: str) -> dict[str,
                    Expect(full - pts["task_1_1"], "REVIEW", lost=("task_1_1",))),
         "loop": (loop, Expect(sum(pts[t] for t in order[:order.index("task_2_1")]), "TIMEOUT",
                               lost=tuple(order[order.index("task_2_1"):]))),
-        "flood": (with_cell(base, "import sys\nfor _ in range(52):\n    sys.stdout.write('x' * (1 << 20))\nprint('done')",
+        "flood": (with_cell(base, "import sys\nfor _ in range(52):\n"
+                                  "    sys.stdout.write('x' * (1 << 20))\nprint('done')",
                             at="end"), Expect(full)),
         "script": (with_cell(base, "from IPython.display import HTML, Javascript, display\n"
-                                   "display(HTML('<script>document.title=\"pwned\"</script><img src=x onerror=alert(1)>'))\n"
+                                   "display(HTML('<script>document.title=\"pwned\"</script>"
+                                   "<img src=x onerror=alert(1)>'))\n"
                                    "display(Javascript('alert(2)'))\nprint('<script>alert(3)</script>')", at="end"),
                    Expect(full)),
         "history": (with_cell(base, "print(In)\nprint(_ih)\nprint(Out)\n"
                                     "print([h for h in get_ipython().history_manager.get_range()])", at="end"),
                     Expect(full, "REVIEW")),
-        "hog": (with_cell(base, "import numpy as np\ntry:\n    big = np.ones(5 << 30)\n    print('allocated', big.nbytes)\n"
+        "hog": (with_cell(base, "import numpy as np\ntry:\n    big = np.ones(5 << 30)\n"
+                                "    print('allocated', big.nbytes)\n"
                                 "except MemoryError:\n    print('MemoryError')", at="end"), Expect(full)),
     }
     out = {}

@@ -54,7 +54,8 @@ def test_a_class_of_300(tmp_path, box):
     full = sum(pts.values())
     subs = tmp_path / "submissions"
     subs.mkdir()
-    kinds = [("solution", corpus.handed_in(sol), ())] * SOLUTIONS + [("stub", corpus.student_copy(LAB), tuple(pts))] * STUBS
+    kinds = ([("solution", corpus.handed_in(sol), ())] * SOLUTIONS
+             + [("stub", corpus.student_copy(LAB), tuple(pts))] * STUBS)
     for name, (edit, lost) in BUGS.items():
         kinds += [(name, corpus.handed_in(sol, edit), lost)] * PER_BUG
     assert len(kinds) == 300

@@ -35,7 +35,8 @@ BUGS = {
     "lab02": ("task_2_1",  # a missing syncthreads: threads read the shared tile before it is loaded
               "            cuda.syncthreads()                       # the whole tile is loaded\n", ""),
     "lab07": ("task_1_1",  # dispatch while the server is busy
-              "    if busy:\n        return 0\n    return min(waiting, max_batch)", "    return min(waiting, max_batch)"),
+              "    if busy:\n        return 0\n    return min(waiting, max_batch)",
+              "    return min(waiting, max_batch)"),
 }
 
 
@@ -171,7 +172,8 @@ def test_a_lab_that_trains_gets_a_numba_cache_every_student_reuses(tmp_path):
     before = sorted(p.relative_to(cache) for p in cache.rglob("*"))
     code = ("from scaledl import nn\n"
             "nn.train(nn.mlp([64, 16, 10], seed=0), nn.digits(), steps=2, batch_size=8)\n")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "NUMBA_CACHE_DIR": str(cache), "SCALEDL_BACKEND": "simulator"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "NUMBA_CACHE_DIR": str(cache),
+           "SCALEDL_BACKEND": "simulator"}
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert sorted(p.relative_to(cache) for p in cache.rglob("*")) == before, "training compiled what the seed lacked"

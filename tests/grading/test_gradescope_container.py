@@ -157,7 +157,8 @@ def result_writer(top: Path):
     # It leaves the run's cgroups for their parents (the grader's), which only root may do, and replaces the
     # file rather than writing into it (the grader's results.json is root's, but a folder others may write
     # lets anyone replace it).
-    later = (f"import os, time\nfor line in open('/proc/self/cgroup'):\n    _, ctrl, path = line.strip().split(':', 2)\n"
+    later = (f"import os, time\n"
+             f"for line in open('/proc/self/cgroup'):\n    _, ctrl, path = line.strip().split(':', 2)\n"
              f"    if ctrl and '=' not in ctrl and path not in ('', '/'):\n        try:\n"
              f"            open(f'/sys/fs/cgroup/{{ctrl.split(\",\")[0]}}{{os.path.dirname(path)}}/cgroup.procs', 'w')"
              f".write(str(os.getpid()))\n        except OSError:\n            pass\n"

@@ -1,9 +1,10 @@
 """Issue 19's acceptance test: a corpus of hostile submissions (tests/grading/corpus.py) graded end to end.
 
-For each of labs 03-06 (04-06 in ``make test-scale``), one batch in the sandbox: every student gets the expected points and status, the
-CSV is complete and its totals equal the task columns, no file outside the sandbox changed (hashes of the
-submissions, every solution notebook and the package), no process is left behind (a scan of the process
-table), and no feedback page carries the grader's environment, a script, or the hidden tests' source.
+For each of labs 03-06 (04-06 in ``make test-scale``), one batch in the sandbox: every student gets the
+expected points and status, the CSV is complete and its totals equal the task columns, no file outside the
+sandbox changed (hashes of the submissions, every solution notebook and the package), no process is left
+behind (a scan of the process table), and no feedback page carries the grader's environment, a script, or the
+hidden tests' source.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ def _check(variant, M, K, N, seed=0, **tiling):
     C = gemm(A, B, variant=variant, out=out, **tiling)
     assert C is out
     err = np.abs(C - gemm_reference(A, B))
-    assert np.all(err <= _bound(A, B)), f"max error {np.nanmax(err)} at {np.unravel_index(np.nanargmax(err), err.shape)}"
+    assert np.all(err <= _bound(A, B)), (f"max error {np.nanmax(err)} at "
+                                         f"{np.unravel_index(np.nanargmax(err), err.shape)}")
 
 
 # sizes that are not multiples of any tile (8, 16) and degenerate ones

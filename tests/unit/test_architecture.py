@@ -130,7 +130,8 @@ def test_every_area_has_a_layer_and_a_line_on_the_map():
 
 
 def test_ruff_finds_no_pyflakes_error():
-    """pyproject.toml's [tool.ruff]: no unused import or variable, no undefined name, no redefinition."""
+    """pyproject.toml's [tool.ruff]: no unused import or variable, no undefined name, no redefinition, no line
+    over 120 characters."""
     ruff = Path(sys.executable).with_name("ruff")
     if not ruff.exists():
         pytest.fail(f"{ruff} not found: ruff is in the [dev] extra (pip install -e '.[dev]')")

@@ -28,9 +28,11 @@ def _solution():
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# Lab 9"),
                 nbformat.v4.new_code_cell("def f():\n    raise NotImplementedError", metadata=answer("answer_t1")),
-                nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert f() == 1\n### END HIDDEN TESTS", metadata=grade("t1", 2)),
+                nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert f() == 1\n### END HIDDEN TESTS",
+                                          metadata=grade("t1", 2)),
                 nbformat.v4.new_code_cell("def g():\n    raise NotImplementedError", metadata=answer("answer_t2")),
-                nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert g() == 2\n### END HIDDEN TESTS", metadata=grade("t2", 3))]
+                nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert g() == 2\n### END HIDDEN TESTS",
+                                          metadata=grade("t2", 3))]
     for k, c in enumerate(nb.cells):
         c["id"] = f"c{k}"
     return nb
@@ -53,7 +55,8 @@ def test_invented_renamed_duplicated_and_retyped_cells():
     sol = _solution()
     sub = copy.deepcopy(sol)
     sub.cells[1].metadata["nbgrader"]["grade_id"] = "renamed"            # renamed answer: plain code
-    sub.cells[3] = nbformat.v4.new_markdown_cell("def g():\n    return 2", metadata=copy.deepcopy(sub.cells[3].metadata))
+    sub.cells[3] = nbformat.v4.new_markdown_cell("def g():\n    return 2",
+                                                 metadata=copy.deepcopy(sub.cells[3].metadata))
     bonus = nbformat.v4.new_code_cell("1e9", metadata={"nbgrader": {"grade": True, "grade_id": "bonus", "points": 100}})
     dup = copy.deepcopy(sub.cells[2])
     dup.source = "print('a second copy of t1')"

@@ -71,8 +71,9 @@ def _():
     def notebook(out):
         for variant in ("naive", "tiled"):
             check_values(lambda M, N, K, tile: gemm_intensity(M, N, K, variant, tile=tile),
-                         lambda M, N, K, tile: gemm_traffic(M, N, K, variant, **({"tile": tile} if variant == "tiled"
-                                                                                 else {})).arithmetic_intensity_flop_per_byte,
+                         lambda M, N, K, tile: gemm_traffic(
+                             M, N, K, variant, **({"tile": tile} if variant == "tiled" else {})
+                         ).arithmetic_intensity_flop_per_byte,
                          cases, name=f"gemm_intensity[{variant}]", hint=hint("lab01", "gemm_intensity"),
                          report=out).raise_if_failed()
 
@@ -88,7 +89,8 @@ def _():
         return M * K * (N // tile) + K * N * (M // tile)
 
     cases = [(M, N, K, 4) for (M, N, K) in gemm_sizes(4)] + [(1000, 1000, 1000, 16)]
-    text = printed(lambda out: check_values(tiled_loads, lambda M, N, K, t: gemm_traffic(M, N, K, "tiled", tile=t).loads,
+    text = printed(lambda out: check_values(tiled_loads,
+                                            lambda M, N, K, t: gemm_traffic(M, N, K, "tiled", tile=t).loads,
                                             cases, name="tiled_loads", hint=hint("lab02", "tiled_loads"), report=out))
     return text, judged("lab02", "task_2_1b", {"tiled_loads": tiled_loads})
 

@@ -15,7 +15,8 @@ def test_hidden_region_goes_visible_part_stays():
 
 def test_student_version_has_no_hidden_tests():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION Task 1.1\n    return 1\n    ### END SOLUTION"),
+    nb.cells = [nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION Task 1.1\n    return 1\n"
+                                          "    ### END SOLUTION"),
                 nbformat.v4.new_code_cell(TEST_CELL, metadata={"nbgrader": {"grade": True, "grade_id": "t",
                                                                             "points": 2, "solution": False}})]
     student = student_version(nb)

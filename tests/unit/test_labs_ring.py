@@ -24,7 +24,8 @@ def off_by_one(p, length):
     b = bounds(length, p)
     rounds = []
     for s in range(p - 1):  # reduce-scatter sends block (i - s + 1): the block it is about to receive
-        rounds.append([Transfer(i, (i + 1) % p, b[(i - s + 1) % p], b[(i - s + 1) % p + 1], "reduce") for i in range(p)])
+        rounds.append([Transfer(i, (i + 1) % p, b[(i - s + 1) % p], b[(i - s + 1) % p + 1], "reduce")
+                       for i in range(p)])
     for s in range(p - 1):
         rounds.append([Transfer(i, (i + 1) % p, b[(i + 1 - s) % p], b[(i + 1 - s) % p + 1], "copy") for i in range(p)])
     return rounds

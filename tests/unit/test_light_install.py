@@ -25,10 +25,12 @@ BOOK = load(ROOT)
 # import name -> distribution, where they differ
 DISTRIBUTION = {"sklearn": "scikit-learn", "ml_dtypes": "ml-dtypes", "IPython": "ipython"}
 TRANSITIVE = {"ipython"}  # ipywidgets requires it, and every Jupyter runtime has it
-GPU_ONLY = {"cupy", "cupyx", "torch"}  # imported only when the backend is CUDA (the cu12/cu13 extras, or the runtime's own)
+# imported only when the backend is CUDA (the cu12/cu13 extras, or the runtime's own)
+GPU_ONLY = {"cupy", "cupyx", "torch"}
 HOSTED = {"google"}  # Colab's own modules (google.colab), imported only inside a try where Colab runs (labs.handin)
 # Authors' and instructors' tools, not imported by any chapter: they may need the [lab] or [course] extra.
-TOOLS = re.compile(r"^scaledl/(cli|__main__|drift|course/.*|validate/.*|kernels/bench|book/(?!__init__|show|toc)\w+)\.py$")
+TOOLS = re.compile(r"^scaledl/(cli|__main__|drift|course/.*|validate/.*|kernels/bench|"
+                   r"book/(?!__init__|show|toc)\w+)\.py$")
 
 
 def _dist(requirement: str) -> str:

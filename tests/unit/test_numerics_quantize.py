@@ -250,7 +250,8 @@ def test_encode_nan_codes():
 
 def test_round_to_values_ties_and_ends():
     v = np.array([-1.0, 0.0, 2.0])
-    np.testing.assert_array_equal(round_to_values([-5, -0.5, 1.0, 0.9, 9, np.nan], v), [-1, -1, 2, 0, 2, np.nan])  # -0.5 and 1.0 are ties: to the even index
+    # -0.5 and 1.0 are ties: to the even index
+    np.testing.assert_array_equal(round_to_values([-5, -0.5, 1.0, 0.9, 9, np.nan], v), [-1, -1, 2, 0, 2, np.nan])
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -167,7 +167,8 @@ def test_dense_equivalent_is_the_chapter_03_dense_layer():
         assert L.as_dense().flops * 56 * 56 == L.flops  # the conv applies each weight at every output position
 
 
-@given(st.integers(1, 64), st.integers(1, 64), st.integers(2, 40), st.integers(1, 8), st.sampled_from(["same", "valid"]))
+@given(st.integers(1, 64), st.integers(1, 64), st.integers(2, 40), st.integers(1, 8),
+       st.sampled_from(["same", "valid"]))
 def test_conv_never_less_intense_than_its_dense_layer(c_in, c_out, hw, batch, padding):
     L = R.conv_layer(c_in, c_out, hw, hw + 1, batch=batch, padding=padding)
     assert L.intensity_FLOP_per_byte >= L.as_dense().intensity_FLOP_per_byte

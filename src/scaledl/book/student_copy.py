@@ -16,8 +16,9 @@ The student version keeps everything else and puts, at the marker's indentation:
 
 Autograded-test cells keep their visible part and lose every ``### BEGIN HIDDEN TESTS`` ...
 ``### END HIDDEN TESTS`` region (what nbgrader's ClearHiddenTests does; done here without nbgrader, which is
-only needed to grade). Markdown cells tagged ``answer-key`` or ``solution`` (worked answers) become an empty answer cell tagged ``answer`` (ANSWER_CELL,
-where the student writes theirs), and all outputs are cleared. The student version is derived data:
+only needed to grade). Markdown cells tagged ``answer-key`` or ``solution`` (worked answers) become an empty
+answer cell tagged ``answer`` (ANSWER_CELL, where the student writes theirs), and all outputs are cleared. The
+student version is derived data:
 ``scaledl book check`` verifies it equals what this module makes from the solution.
 """
 

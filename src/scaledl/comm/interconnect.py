@@ -19,7 +19,8 @@ from scaledl.comm.cost import allreduce_time
 from scaledl.comm.topology import IB_HOP_LATENCY_s, NVLINK_HOP_LATENCY_s, PCIE3_X16_Bps
 from scaledl._args import positive
 
-__all__ = ["NVLINK2_LINK_Bps", "V100_NVLINKS", "NVSWITCH_PORTS", "DGX2_NVSWITCHES", "EDR_IB_PORT_Bps", "DGX1_IB_PORTS", "DGX2_IB_PORTS",
+__all__ = ["NVLINK2_LINK_Bps", "V100_NVLINKS", "NVSWITCH_PORTS", "DGX2_NVSWITCHES", "EDR_IB_PORT_Bps",
+           "DGX1_IB_PORTS", "DGX2_IB_PORTS",
            "PCIE3_X16_Bps", "PCIE4_X16_Bps", "AC922_4GPU_LINKS_PER_GPU", "AC922_6GPU_LINKS_PER_GPU",
            "POWER9_DDR4_Bps", "System", "DGX2_16", "TWO_DGX1_16", "bisection_Bps", "allreduce_seconds",
            "alltoall_seconds", "job_speedup", "comm_share_for", "HostLink", "HOST_LINKS", "transfer_seconds",

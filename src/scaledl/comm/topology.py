@@ -27,8 +27,8 @@ from scaledl._args import count, nonnegative, positive
 __all__ = ["PCIE3_X16_Bps", "QPI_9_6GTs_Bps", "NVLINK4_H100_Bps", "IB_NDR_Bps", "PCIE_HOP_LATENCY_s",
            "NVLINK_HOP_LATENCY_s", "IB_HOP_LATENCY_s", "TOPOLOGIES", "switch", "ring", "svail_pcie_node",
            "nvswitch_node", "multi_node", "hybrid_cube_mesh", "NVLINK1_P100_LINK_Bps", "from_graph", "with_links",
-           "make", "ring_seconds_per_byte", "ring_order", "PCIE5_X16_Bps", "SPINE_HOP_LATENCY_s", "LEAF_DOWN_PORTS", "cluster", "torus",
-           "path_alpha_beta"]
+           "make", "ring_seconds_per_byte", "ring_order", "PCIE5_X16_Bps", "SPINE_HOP_LATENCY_s", "LEAF_DOWN_PORTS",
+           "cluster", "torus", "path_alpha_beta"]
 
 # PCIe 3.0 x16 per direction: 8 GT/s x 16 lanes x 128/130 encoding / 8 bits = 15.75 GB/s (PCI-SIG, "PCI
 # Express Base Specification Revision 3.0", 2010). Measured GPU peer-to-peer copies reach about 12-13 GB/s.

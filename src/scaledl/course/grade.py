@@ -306,7 +306,8 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
         rows = [feedback.Row(t.title, gid, g.points.get(gid, 0.0), lab.points[gid], g.messages.get(gid, ""))
                 for gid, t in lab.tasks.items()]
         try:
-            text = feedback.page(lab=lab.id, student=g.student, status=f"{g.status}: {g.detail}" if g.detail else g.status,
+            text = feedback.page(lab=lab.id, student=g.student,
+                                 status=f"{g.status}: {g.detail}" if g.detail else g.status,
                                  rows=rows, nb=ran, hidden_sources=hidden_sources, hidden_ids=set(lab.points),
                                  written=lab.written > 0)
         except Exception as err:

@@ -63,6 +63,7 @@ fi
 "$VENV/bin/python" -I -m scaledl.course.gradescope setup --root "$ROOT"
 """
 
+# Its long echo line (one JSON object in single quotes, which the shell cannot wrap) carries the noqa at the end.
 RUN_AUTOGRADER = r"""#!/usr/bin/env bash
 # Gradescope runs this for every submission, as root (written by `scaledl course gradescope`): scaledl's grader
 # grades the notebook in submission/ and writes results/results.json. AUTOGRADER_ROOT=DIR: another root.
@@ -76,7 +77,7 @@ if [ ! -x "$PY" ]; then
 fi
 cd "$ROOT"
 exec "$PY" -I -m scaledl.course.gradescope run --root "$ROOT"
-"""
+"""  # noqa: E501
 
 
 def lab_extras(solution) -> list[str]:

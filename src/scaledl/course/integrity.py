@@ -71,7 +71,8 @@ def assemble(submitted, solution) -> tuple[nbformat.NotebookNode, list[str]]:
                 kept["id"] = theirs.get("id", kept.get("id"))
                 nb.cells.append(kept)
             else:
-                if is_test(theirs) and strip_hidden_tests(cell.source).rstrip() != strip_hidden_tests(theirs.source).rstrip():
+                if (is_test(theirs)
+                        and strip_hidden_tests(cell.source).rstrip() != strip_hidden_tests(theirs.source).rstrip()):
                     notes.append(f"cell {i} ({gid}): the instructor's test cell was put back over an edited one")
                 nb.cells.append(_fresh(theirs))
             continue

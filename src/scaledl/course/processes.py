@@ -68,7 +68,8 @@ class Cgroup:
 
     @classmethod
     def make(cls, name: str, *, processes: int, memory_bytes: int) -> Cgroup | None:
-        """A new cgroup allowing ``processes`` tasks and ``memory_bytes``, or None where none can be made (not root, no delegation, ...)."""
+        """A new cgroup allowing ``processes`` tasks and ``memory_bytes``, or None where none can be made (not
+        root, no delegation, ...)."""
         try:
             own = [line.split(":", 2) for line in Path("/proc/self/cgroup").read_text().splitlines()]
         except OSError:

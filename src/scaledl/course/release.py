@@ -8,9 +8,9 @@ afresh from its solution (never a copy of ``labs/solutions/``), the package, a R
 ``make test``), the licence, install files and ``book.toml`` (marked ``student_bundle = true``:
 :mod:`scaledl.course.bundle`). Left out: ``labs/solutions/``, ``tests/`` (they read the solutions), ``.ci/``,
 the instructor guide, and any path named ``hidden*`` (grading data). Hidden tests are removed twice over:
-blocks between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` in any cell, and whole cells tagged ``hidden-test``/``solution``/
-``answer-key`` or whose nbgrader metadata names a hidden test. Before returning, the bundle is scanned
-(:mod:`scaledl.course.leaks`); a leak removes nothing silently, it raises.
+blocks between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` in any cell, and whole cells tagged
+``hidden-test``/``solution``/``answer-key`` or whose nbgrader metadata names a hidden test. Before returning,
+the bundle is scanned (:mod:`scaledl.course.leaks`); a leak removes nothing silently, it raises.
 
 The folder can be ``git init``-ed and pushed as the students' repository, or zipped (``zip_too``) for an
 LMS. Releasing again into the same folder with ``force`` replaces everything but its ``.git``, so the next

@@ -171,7 +171,8 @@ def conv2d(x, w, variant: str = "direct", out=None):
         raise ValueError(f"out must have shape {(K, P, Q)}, got {tuple(out.shape)}")
     filt = w
     if variant == "winograd":
-        host_w = w.copy_to_host() if scaledl.device.on_gpu() and cuda.is_cuda_array(w) else w  # simulator: no is_cuda_array
+        # simulator: no is_cuda_array
+        host_w = w.copy_to_host() if scaledl.device.on_gpu() and cuda.is_cuda_array(w) else w
         filt = winograd_filter_transform(host_w)
         if on_device:
             filt = cuda.to_device(filt)

@@ -27,7 +27,8 @@ import numpy as np
 from scaledl._args import positive as _positive
 
 # --- GPU instruction energies (Dally, "Scaling ML with NVIDIA GPUs", ScaledML 2018; and the table of
-# --- Dally, "Trends in Deep Learning Hardware", 2023 lecture, as summarised in C. Mills' notes, 2024). Math energy only, overhead excluded.
+# --- Dally, "Trends in Deep Learning Hardware", 2023 lecture, as summarised in C. Mills' notes, 2024). Math
+# --- energy only, overhead excluded.
 GPU_INSTRUCTION_OVERHEAD_pJ = 30.0  # fetch + decode + operand access of one instruction (Dally 2018)
 # An ARM out-of-order core: overhead of one instruction and the 16-bit integer add it performs (Dally 2023).
 ARM_CORE_OVERHEAD_pJ = 250.0
@@ -331,7 +332,8 @@ def breakdown_view(onchip_tile: int = 627, local_reuse: float = 4.0, precision: 
     ax2.set_ylabel("data movement share (%)")
     ax2.legend(fontsize=8)
     ax2.grid(True, which="both", alpha=0.3)
-    fig.suptitle(f"{precision}, tile {onchip_tile:.0f}, local reuse {local_reuse:.3g}: math {100 * here['math']:.0f} %, "
+    fig.suptitle(f"{precision}, tile {onchip_tile:.0f}, local reuse {local_reuse:.3g}: "
+                 f"math {100 * here['math']:.0f} %, "
                  f"memories {100 * here['memories']:.0f} %, data movement {100 * here['data movement']:.0f} %")
     fig.tight_layout()
     return fig

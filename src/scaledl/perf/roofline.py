@@ -271,8 +271,8 @@ def conv_layer(c_in: int, c_out: int, height: int, width: int, kernel: int = 3, 
 
     Each weight is used at every output position, so a convolution reuses its weights ``height x width``
     times more than the dense layer with the same weights (Catanzaro's SVAIL slides: "Convolutional layers
-    even more compute bound"). Chapter 03 uses ``"same"`` padding; chapters 04 and 06 use ``"valid"``, the input their kernels
-    read.
+    even more compute bound"). Chapter 03 uses ``"same"`` padding; chapters 04 and 06 use ``"valid"``, the input
+    their kernels read.
 
     >>> round(conv_layer(256, 256, 56, 56, 3, 1, "fp16").intensity_FLOP_per_byte, 1)
     842.5

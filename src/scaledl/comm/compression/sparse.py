@@ -17,8 +17,9 @@ Distributed Training", ICLR 2018) adds four parts to it, each switchable for abl
   schedules differ by at most 0.12 points, in epoch 0).
 
 Top-k selection is exact (the k largest; among equal magnitudes at the threshold the lowest indices, so the
-choice does not depend on which partition algorithm NumPy dispatches to on this CPU) or ``sampled``: a threshold from the k-th largest of a random
-sample (``sample_fraction``, 1 % by default as in the paper), then the k largest of the candidates above it
+choice does not depend on which partition algorithm NumPy dispatches to on this CPU) or ``sampled``: a
+threshold from the k-th largest of a random sample (``sample_fraction``, 1 % by default as in the paper), then
+the k largest of the candidates above it
 when there are more than k, or just the candidates when there are fewer (the rest accumulate locally).
 
 With nothing dropped (ratio 1) and masking off, DGC is dense momentum SGD exactly: v = u every step. With

@@ -146,7 +146,8 @@ def train_compressed(name: str, data, *, label: str | None = None, net: str = "m
           seed=seed, eval_every=10**9, callback=at_epoch_end)
     sent = [sum(s) for s in reducer.step_nbytes]
     dense = reducer.dense_nbytes[0]
-    return Trained(label or name, name, seed, int(workers), tuple(evals), tuple(accs), calls, steps_per_epoch, tuple(max(s) for s in reducer.step_nbytes), tuple(sent), dense,
+    return Trained(label or name, name, seed, int(workers), tuple(evals), tuple(accs), calls, steps_per_epoch,
+                   tuple(max(s) for s in reducer.step_nbytes), tuple(sent), dense,
                    workers * dense * len(sent) / sum(sent), workers * dense * calls / sum(sent[-calls:]))
 
 

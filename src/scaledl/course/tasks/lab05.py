@@ -134,7 +134,8 @@ def _mpi_produce(ns, inp):
     p, seed = int(inp["ranks"]), int(inp["seed"])
     xs = [[_mpi_data(seed, r, int(n)) for r in range(p)] for n in inp["lengths"]]
     call_s = inp.get("call_timeout_s")
-    run = call_on_ranks(f, xs, timeout_s=float(inp["timeout_s"]), call_timeout_s=None if call_s is None else float(call_s))
+    run = call_on_ranks(f, xs, timeout_s=float(inp["timeout_s"]),
+                        call_timeout_s=None if call_s is None else float(call_s))
     out = {"status": run.status, "log": run.log}
     for i, row in enumerate(run.results):
         for r, got in enumerate(row):
