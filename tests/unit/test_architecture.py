@@ -69,7 +69,7 @@ def test_a_cycle_inside_an_area_breaks_the_build(copy_of_the_package):
 
 
 def test_the_names_released_notebooks_import_still_work(monkeypatch):
-    """Chapters 03, 04, 12, 19 and labs 02 and 07 as students got them before the moves."""
+    """Chapters 03, 04, 12, 19 and labs 01, 02 and 07 as students got them before the moves."""
     from scaledl.cli import doctor  # noqa: F401  (chapter 00)
     from scaledl.comm import interconnect
     from scaledl.kernels import bandwidth, kernel_model
@@ -87,6 +87,9 @@ def test_the_names_released_notebooks_import_still_work(monkeypatch):
     assert roofline.measure_fma_TFLOPS(40, 8, 1) == ("fma", 40, 8, 1)
     assert check_batch_policy(batch_dispatch_spec, n_requests=300, report=io.StringIO()).passed
     assert policy_hint(3, True, 5, 3, 0).startswith("dispatching while busy")
+    from scaledl.perf import views
+
+    assert roofline.plot_roofline is views.plot_roofline  # lab 01's R.plot_roofline
 
 
 def test_the_names_kept_after_this_issues_splits():
@@ -179,3 +182,33 @@ def test_importing_the_library_loads_no_presentation_code():
     neither. The probe sees them when a module does load them (widgets)."""
     assert _presentation_loaded_by() == set(), "a module outside widgets/plotting imports presentation at its top"
     assert "ipywidgets" in _presentation_loaded_by("scaledl.widgets")
+
+
+def _drawing_imports(package: Path) -> list[str]:
+    """Every import of matplotlib, ipywidgets, scaledl.widgets or scaledl.plotting (at any depth of a function)
+    in a module that is not a views module (``views.py``, ``*_views.py``) nor widgets/plotting themselves."""
+    import ast
+
+    drawing = ("matplotlib", "ipywidgets", "scaledl.widgets", "scaledl.plotting")
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if rel.parts[0] == "widgets" or rel.name == "plotting.py" or rel.stem == "views" or rel.stem.endswith("_views"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{rel}:{node.lineno} imports {n}" for n in names if n.startswith(drawing)]
+    return found
+
+
+def test_only_views_modules_draw(tmp_path):
+    """The views rule (ARCHITECTURE.md): every figure and widget view of an area lives in its views module
+    (``perf/views.py``, ``comm/record_views.py``, ...); no model, kernel or tool imports matplotlib or ipywidgets,
+    not even inside a function. A drawing function planted in a model fails the check."""
+    package = ROOT / "src" / "scaledl"
+    assert _drawing_imports(package) == []
+    planted = tmp_path / "scaledl"
+    (planted / "perf").mkdir(parents=True)
+    (planted / "perf" / "energy.py").write_text("def chart():\n    import matplotlib.pyplot as plt\n    return plt\n")
+    assert _drawing_imports(planted) == ["perf/energy.py:2 imports matplotlib.pyplot"]

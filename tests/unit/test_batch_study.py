@@ -6,6 +6,7 @@ import pytest
 
 from scaledl.nn import digits, sum_reducer
 from scaledl.nn import batch_study as bs
+from scaledl.nn import views as NNV
 
 matplotlib.use("Agg")
 
@@ -113,7 +114,7 @@ def test_implied_throughput_and_its_errors():
 def test_view_run_returns_a_figure_saying_what_happened(data):
     import matplotlib.pyplot as plt
 
-    fig = bs.view_run(batch_size=128, lr=0.2, warmup_epochs=1.0, epochs=3, data=data)
+    fig = NNV.view_run(batch_size=128, lr=0.2, warmup_epochs=1.0, epochs=3, data=data)
     title = fig.axes[0].get_title()
     assert "B=128" in title and "final" in title
     plt.close(fig)
@@ -123,7 +124,7 @@ def test_plot_steps_vs_batch_draws_the_perfect_scaling_line():
     import matplotlib.pyplot as plt
 
     best = {8: (0.1, 100.0, [90, 110]), 64: (0.4, 20.0, [20, 20]), 512: (0.8, 12.0, [11, 13])}
-    fig = bs.plot_steps_vs_batch(best, fit=(10.0, 50.0), b_simple=40.0)
+    fig = NNV.plot_steps_vs_batch(best, fit=(10.0, 50.0), b_simple=40.0)
     labels = [l.get_label() for l in fig.axes[0].get_lines()]
     assert any("perfect scaling" in s for s in labels) and any("B_simple" in s for s in labels)
     plt.close(fig)

@@ -5,6 +5,7 @@ import pytest
 
 from scaledl.numerics import clipping_study as cs
 from scaledl.numerics import octav_clip
+from scaledl.numerics import views as NV
 
 
 def test_noise_split_adds_up_and_trades_off():
@@ -112,7 +113,7 @@ def test_summary_and_view_draw_the_same_numbers():
     q = cs.fake_quant(W, bits=3, granularity="channel", clipping="max", reduce_axis=0, signed=True)
     assert s["weight_mse"]["fc2.W"] == pytest.approx(np.mean((q - W) ** 2) / np.mean(W ** 2), rel=1e-12)
     assert s["accuracy"] == cs.quantized_accuracy(model, data, bits=3, granularity="channel", clipping="max")
-    fig = cs.view_quantized_mlp(3, "channel", "max")
+    fig = NV.view_quantized_mlp(3, "channel", "max")
     ax_mse, ax_acc = fig.axes
     heights = [p.get_height() for p in ax_mse.patches]
     assert heights[3:] == pytest.approx([s["weight_mse"][k] for k in ("fc1.W", "fc2.W", "fc3.W")])
@@ -130,7 +131,7 @@ def test_view_legend_covers_no_bar(bits, granularity, clipping):
     import matplotlib.pyplot as plt
     from matplotlib.transforms import Bbox
 
-    fig = cs.view_quantized_mlp(bits, granularity, clipping)
+    fig = NV.view_quantized_mlp(bits, granularity, clipping)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:

@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 from scaledl.comm import plan as P  # noqa: E402
 from scaledl.nn import ops  # noqa: E402
+from scaledl.comm import views as CV
 
 
 def test_memory_and_gpu_count():
@@ -78,10 +79,10 @@ def test_data_parallel_compute_halves_and_communication_does_not():
 
 
 def test_layout_view():
-    fig = P.layout_view(175, 8, 8, 16, 16)
+    fig = CV.layout_view(175, 8, 8, 16, 16)
     assert "1024 GPUs" in fig._suptitle.get_text()
     matplotlib.pyplot.close(fig)
-    assert P.layout_view(175, 16, 1, 1).startswith("not a valid layout: tp must be <= 8")
+    assert CV.layout_view(175, 16, 1, 1).startswith("not a valid layout: tp must be <= 8")
 
 
 def test_resnet50_training_flop_is_two_flop_per_multiply_add_times_three_passes():

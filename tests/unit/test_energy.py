@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 matplotlib.use("Agg")
 
 from scaledl.perf import energy as E  # noqa: E402
+from scaledl.perf import views as PV
 
 
 def test_seed_overheads_at_30_pJ():
@@ -84,7 +85,7 @@ def test_bad_inputs_name_the_argument():
 
 
 def test_overhead_view_title_states_the_share():
-    fig = E.overhead_view(ops_per_instruction=128, overhead_pJ=30, math_pJ_per_op=110 / 128)
+    fig = PV.overhead_view(ops_per_instruction=128, overhead_pJ=30, math_pJ_per_op=110 / 128)
     assert "128 ops/instruction: 21.4 %" in fig.axes[0].get_title()
     import matplotlib.pyplot as plt
 
@@ -135,15 +136,15 @@ def test_breakdown_errors_name_the_argument():
     with pytest.raises(ValueError, match="dram_reuse must be a positive number or math.inf, got -1"):
         E.mac_energy(0.3, 1, 1, 10, dram_reuse=-1)
     with pytest.raises(ValueError, match="precision='fp64'"):
-        E.breakdown_view(precision="fp64")
+        PV.breakdown_view(precision="fp64")
 
 
 def test_breakdown_view_title_states_the_shares():
     import matplotlib.pyplot as plt
 
-    fig = E.breakdown_view(onchip_tile=627, local_reuse=4.0, precision="int8 (IMMA)")
+    fig = PV.breakdown_view(onchip_tile=627, local_reuse=4.0, precision="int8 (IMMA)")
     assert "math 47 %, memories 47 %, data movement 6 %" in fig._suptitle.get_text()
     plt.close(fig)
-    fig = E.breakdown_view(onchip_tile=16, local_reuse=4.0, precision="int8 (IMMA)")
+    fig = PV.breakdown_view(onchip_tile=16, local_reuse=4.0, precision="int8 (IMMA)")
     assert "data movement 71 %" in fig._suptitle.get_text()
     plt.close(fig)

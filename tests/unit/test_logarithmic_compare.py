@@ -8,9 +8,10 @@ import pytest
 
 from scaledl.numerics.logarithmic import disagreement_fraction, worst_relative_error
 from scaledl.numerics.logarithmic_compare import (
-    DOT_METHODS, compare_log_roundings, dot_error_study, error_by_octave, round_float_mantissa, view_relative_error,
+    DOT_METHODS, compare_log_roundings, dot_error_study, error_by_octave, round_float_mantissa,
     worst_case_errors,
 )
+from scaledl.numerics.views import view_relative_error
 
 matplotlib.use("Agg")
 

@@ -5,6 +5,7 @@ import pytest
 
 from scaledl.nn import digits, mlp
 from scaledl.numerics import mixed as mx
+from scaledl.numerics import views as NV
 
 
 @pytest.mark.parametrize("w, dw, fmt, lost", [
@@ -152,7 +153,7 @@ def test_view_repeated_add_draws_the_three_curves():
     import matplotlib
 
     matplotlib.use("Agg")
-    fig = mx.view_repeated_add("bf16", -9.0, 1.0, 50)
+    fig = NV.view_repeated_add("bf16", -9.0, 1.0, 50)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["exact w0 + k dw", "round to nearest", "stochastic rounding (mean of 32 runs)"]
     near = fig.axes[0].lines[-2].get_ydata()

@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from scaledl.nn import teacher_student
 from scaledl.nn.scaling import (PowerLaw, Recipe, compute_factor, fit_power_law, geometric_sizes, learning_curve,
-                                model_exponent, requirements, requirements_view, train_error)
+                                model_exponent, requirements, train_error)
+from scaledl.nn.views import requirements_view
 
 
 @settings(max_examples=25, deadline=None)

@@ -6,7 +6,8 @@ import pytest
 from scaledl.numerics.formats import get_format
 from scaledl.numerics.systems import (compare, dynamic_range_binades, error_envelope, kmeans_codebook,
                                       mean_relative_error,
-                                      multiplier_cost, relative_error, view_formats, worst_relative_error)
+                                      multiplier_cost, relative_error, worst_relative_error)
+from scaledl.numerics.views import view_formats
 
 
 @pytest.mark.parametrize("fmt, lo", [("int8", 1.0), ("e4m3", 2.0**-6), ("lns4.3", None), ("e2m1", 1.0)])

@@ -3,6 +3,7 @@
 import pytest
 
 from scaledl.perf import cluster as c
+from scaledl.perf import views as PV
 
 
 def test_pod_rack_units_and_power_fit_the_rack():
@@ -51,12 +52,12 @@ def test_literature_ratios_are_below_the_100x_claim():
 
 
 def test_view_pod():
-    text = c.view_pod(images=500_000)
+    text = PV.view_pod(images=500_000)
     assert "34.7 h" in text and "4.5 developers" not in text  # 1.45 server-days per experiment
     assert "3.1 developers" in text
-    assert "20.8 h" in c.view_pod() and "5.2 developers" in c.view_pod() and "experiment/day' holds" in c.view_pod()
+    assert "20.8 h" in PV.view_pod() and "5.2 developers" in PV.view_pod() and "experiment/day' holds" in PV.view_pod()
     assert "experiment/day' fails" in text
-    dgx2 = c.view_pod(pod="DGX-2")
+    dgx2 = PV.view_pod(pod="DGX-2")
     assert "10.4 h" in dgx2 and "3.5 developers" in dgx2 and "2 experiments/day' holds" in dgx2
     with pytest.raises(ValueError, match="pod='DGX-3'; expected 'DGX-1' or 'DGX-2'"):
-        c.view_pod(pod="DGX-3")
+        PV.view_pod(pod="DGX-3")

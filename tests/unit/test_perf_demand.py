@@ -8,6 +8,7 @@ import pytest
 matplotlib.use("Agg")
 
 from scaledl.perf import demand as D  # noqa: E402
+from scaledl.perf import views as PV
 
 EPS = 2.220446049250313e-16
 
@@ -60,7 +61,7 @@ def test_two_week_budget_and_figure():
     assert D.two_week_budget_pf_days("H100 SXM") == pytest.approx(8 * 989.5e12 * 0.4 * 14 / 1e15, rel=8 * EPS)
     budgets = [D.two_week_budget_pf_days(d) for _, d in D.TWO_WEEK_SERVERS]
     assert budgets == sorted(budgets)  # each newer training GPU does more (K80, a two-GPU board, is left out)
-    fig = D.demand_figure()
+    fig = PV.demand_figure()
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and "petaflop/s-days" in ax.get_ylabel()
     assert len(ax.collections) == 4  # one scatter per source document, one for the outside estimate

@@ -8,6 +8,7 @@ import pytest
 matplotlib.use("Agg")
 
 from scaledl.perf import huang as H  # noqa: E402
+from scaledl.perf import views as PV
 
 EPS = 2.220446049250313e-16
 
@@ -59,7 +60,7 @@ def test_v100_vs_tpu_v2():
 
 
 def test_figure_ends_at_total():
-    fig = H.factors_figure()
+    fig = PV.factors_figure()
     ax = fig.axes[0]
     texts = [t.get_text() for t in ax.texts]
     assert texts[-1] == "1000" and "x12.5" in texts

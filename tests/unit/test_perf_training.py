@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 
 from scaledl.perf import hardware as hw  # noqa: E402
 from scaledl.perf import training as T  # noqa: E402
+from scaledl.perf import views as PV
 
 EPS = 2.220446049250313e-16  # float64 machine epsilon; each function does a handful of roundings
 
@@ -78,7 +79,7 @@ def test_format_duration():
 
 
 def test_view_highlights_the_chosen_device_and_states_the_time():
-    fig = T.training_time_view(flops=8.64e19, device="A100", count=8, utilization=0.4, precision="best")
+    fig = PV.training_time_view(flops=8.64e19, device="A100", count=8, utilization=0.4, precision="best")
     ax = fig.axes[0]
     title = ax.get_title()
     # 8.64e19 / (8 x 312e12 x 0.4) s = 1000 / 998.4 days = 1.0016 days
@@ -93,12 +94,12 @@ def test_view_highlights_the_chosen_device_and_states_the_time():
 
 
 def test_view_fixed_precision_leaves_out_devices_without_it():
-    fig = T.training_time_view(flops=1e21, device="K40", count=1, utilization=0.5, precision="bf16")
+    fig = PV.training_time_view(flops=1e21, device="K40", count=1, utilization=0.5, precision="bf16")
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert all("(bf16)" in lab for lab in labels) and not any("K40" in lab for lab in labels)
     assert "K40 has no bf16 rate" in fig.axes[0].get_title()
     matplotlib.pyplot.close(fig)
     with pytest.raises(ValueError, match="precision='half' must be 'best' or one of"):
-        T.training_time_view(precision="half")
+        PV.training_time_view(precision="half")
     with pytest.raises(ValueError, match="count must be a positive int"):
-        T.training_time_view(count=-1)
+        PV.training_time_view(count=-1)

@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 from scaledl.numerics.systems import compare  # noqa: E402
 from scaledl.perf import roofline as R  # noqa: E402
 from scaledl.plotting import label_points  # noqa: E402
+from scaledl.perf import views as PV
 
 # Chapter 07's cost-accuracy scatter: e3m2/e5m2 and e2m3/e4m3 sit side by side at equal error.
 CH07_FORMATS = ["int4", "int8", "e2m1", "e3m2", "e2m3", "e4m3", "e5m2", "lns4.3", "fp16", "bf16"]
@@ -81,7 +82,7 @@ def test_chapter_03_roofline_labels_do_not_overlap():
     v100, h100 = R.roofline_of("V100 SXM2", "fp16"), R.roofline_of("H100 SXM", "fp16")
     points = [R.Point(f"4096 layer, batch {b}", R.dense_layer(4096, 4096, b, "fp16").intensity_FLOP_per_byte)
               for b in (1, 16, 128, 1024)]
-    fig = R.plot_roofline([v100, h100], points, title="Dense 4096x4096 fp16 layers on V100 and H100")
+    fig = PV.plot_roofline([v100, h100], points, title="Dense 4096x4096 fp16 layers on V100 and H100")
     ax = fig.axes[0]
     boxes = _boxes(fig, ax.texts)
     assert len(boxes) == 4 and _overlapping_pairs(boxes) == []

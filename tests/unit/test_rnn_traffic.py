@@ -58,7 +58,7 @@ def test_view_rnn_step():
     import matplotlib
 
     matplotlib.use("Agg")
-    from scaledl.kernels.rnn_traffic import view_rnn_step
+    from scaledl.kernels.views import view_rnn_step
 
     fig = view_rnn_step()
     assert fig.axes[1].get_title() == "W fits on chip"

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from scaledl.perf import hardware  # noqa: E402
 from scaledl.perf import roofline as R  # noqa: E402
+from scaledl.perf import views as PV
 
 
 def test_attainable_is_min_of_the_two_ceilings():
@@ -84,12 +85,12 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="has no published fp16 rate"):
         R.roofline_of("K40", "fp16")
     with pytest.raises(ValueError, match="rooflines must hold at least one"):
-        R.plot_roofline([])
+        PV.plot_roofline([])
 
 
 def test_plot_has_roof_and_named_points():
     r = R.Roofline("toy", 10.0, 1000.0)
-    fig = R.plot_roofline(r, [R.Point("gemv", 0.5), R.Point("measured", 100.0, 4.0)], title="t")
+    fig = PV.plot_roofline(r, [R.Point("gemv", 0.5), R.Point("measured", 100.0, 4.0)], title="t")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.texts] == ["gemv", "measured"]
     x, y = ax.lines[0].get_data()
@@ -99,10 +100,10 @@ def test_plot_has_roof_and_named_points():
 
 
 def test_layer_view_states_the_bound():
-    fig = R.layer_view(layer_size=1024, batch=1, precision="fp16", device="V100 SXM2")
+    fig = PV.layer_view(layer_size=1024, batch=1, precision="fp16", device="V100 SXM2")
     assert "memory bound, at most 1 % of peak" in fig.axes[0].get_title()
     plt.close(fig)
-    fig = R.layer_view(layer_size=4096, batch=1024, precision="fp16", device="V100 SXM2")
+    fig = PV.layer_view(layer_size=4096, batch=1024, precision="fp16", device="V100 SXM2")
     assert "compute bound, at most 100 % of peak" in fig.axes[0].get_title()
     plt.close(fig)
 

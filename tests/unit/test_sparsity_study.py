@@ -3,6 +3,7 @@
 import pytest
 
 from scaledl.sparsity import study
+from scaledl.sparsity import views as SV
 
 
 def test_sweep_summary_mean_and_half_range():
@@ -45,7 +46,7 @@ def test_pruning_view_returns_a_figure_naming_the_savings():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = study.pruning_view(0.9, 0.9, 0.5, retrain_steps=0)
+    fig = SV.pruning_view(0.9, 0.9, 0.5, retrain_steps=0)
     try:
         assert isinstance(fig, matplotlib.figure.Figure)
         titles = [ax.get_title() for ax in fig.axes]

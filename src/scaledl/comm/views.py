@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from scaledl.comm import cost, netsim
 from scaledl.comm import topology as T
+from scaledl.comm.plan import H100_SXM, Layout, step_time
 
 __all__ = ["VIEW_TOPOLOGIES", "FIXED_RANKS", "timeline_figure", "allreduce_view", "ranks_control",
            "allreduce_explorer", "bytes_axis", "seconds_axis"]
@@ -204,3 +205,35 @@ def seconds_axis(axis) -> None:
             values.append(10.0 ** (e + k))
             labels.append(f"{10 ** k} {unit}")
     _log_ticks(axis, values, labels)
+
+
+def layout_view(params_B: float = 175.0, tp: int = 8, pp: int = 8, dp: int = 16, microbatches: int = 16):
+    """Widget view: a model of ``params_B`` billion parameters on tp x pp x dp H100s; memory per GPU against
+    80 GB, the step time split into compute, bubble and communication, and the bubble fraction."""
+    import matplotlib.pyplot as plt
+
+    lay = Layout(params_B * 1e9, int(tp), int(pp), int(dp), int(microbatches))
+    try:
+        r = step_time(lay)
+    except ValueError as err:
+        return f"not a valid layout: {err}"
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [1, 2.4]})
+    ax1.bar(["memory per GPU"], [r["memory_per_gpu_B"] / 1e9], color="tab:red" if not r["fits"] else "tab:green")
+    ax1.axhline(H100_SXM.memory_B / 1e9, color="k", ls="--", lw=1)
+    ax1.text(0, H100_SXM.memory_B / 1e9, " 80 GB", va="bottom", ha="center", fontsize=8)
+    ax1.set_ylabel("GB (weights, grads, Adam)")
+    parts = [("compute", r["compute_s"], "tab:blue"), ("bubble", r["bubble_s"], "tab:gray"),
+             ("TP all-reduce", r["tp_comm_s"], "tab:orange"), ("DP all-reduce", r["dp_comm_s"], "tab:purple")]
+    left = 0.0
+    for label, value, color in parts:
+        ax2.barh([0], [value], left=left, color=color, label=f"{label} {value:.3g} s")
+        left += value
+    ax2.set_yticks([])
+    ax2.set_xlabel("seconds per step (4 M tokens)")
+    ax2.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    fits = "fits" if r["fits"] else "does NOT fit"
+    fig.suptitle(f"{params_B:g} B params ({r['layers']} layers, h = {r['hidden']}) on {r['gpus']} GPUs = "
+                 f"TP {tp} x PP {pp} x DP {dp}: {r['memory_per_gpu_B'] / 1e9:.1f} GB/GPU ({fits}), step "
+                 f"{r['step_s']:.3g} s, bubble {100 * r['bubble_fraction']:.1f} %", fontsize=10)
+    fig.tight_layout()
+    return fig

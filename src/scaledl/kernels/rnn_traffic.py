@@ -173,34 +173,3 @@ def rnn_step_traffic(hidden: int, batch: int, *, steps: int = 100, precision: st
 
 
 ON_CHIP = {TITAN_X.name: TITAN_X, H100_SXM.name: H100_SXM}
-
-
-def view_rnn_step(hidden: int = PERSISTENT_RNN_HIDDEN_TITAN_X, batch: int = 4, device: str = "GTX Titan X",
-                  precision: str = "fp32", steps: int = 100, sync_us: float = 0.0):
-    """The chapter's explorer: time per step, standard vs persistent, and whether ``W`` fits on chip.
-
-    Returns a matplotlib Figure: left, the roofline time of one step of each kernel (with the grid barrier
-    ``sync_us`` added to the persistent one); right, ``W``'s bytes against the device's register file and
-    shared memory.
-    """
-    import matplotlib.pyplot as plt
-
-    if device not in ON_CHIP:
-        raise ValueError(f"device={device!r}; expected one of {sorted(ON_CHIP)}")
-    s = rnn_step_traffic(hidden, batch, steps=steps, precision=precision, device=device, sync_s=sync_us * 1e-6)
-    chip = ON_CHIP[device]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
-    times = [1e6 * s.standard_time_s, 1e6 * s.persistent_time_s]
-    a.bar(["standard", "persistent"], times, color=["C0", "C1"])
-    for i, t in enumerate(times):
-        a.text(i, t, f"{t:.3g} us\n{[s.standard_TFLOPS, s.persistent_TFLOPS][i]:.3g} TFLOP/s", ha="center",
-               va="bottom", fontsize=8)
-    a.set(ylabel="time per step (us)", ylim=(0, 1.35 * max(times)),
-          title=f"{device}: hidden {hidden}, batch {batch}, {precision}")
-    sizes = [s.weight_bytes, chip.register_file_bytes, chip.shared_bytes]
-    fits = s.weight_bytes <= chip.register_file_bytes + chip.shared_bytes
-    b.barh(["W", "register file", "shared memory"], [x / 2**20 for x in sizes], color=["C3" if not fits else "C2",
-                                                                                       "gray", "silver"])
-    b.set(xlabel="MiB", title="W fits on chip" if fits else "W does NOT fit on chip")
-    fig.tight_layout()
-    return fig

@@ -12,6 +12,7 @@ from scaledl.kernels.gemm import PAD
 from scaledl.kernels.gemm_traffic import gemm_traffic
 from scaledl.kernels.occupancy import H100_SXM, launch_waves, occupancy
 from scaledl.kernels.winograd import conv2d_direct_in, conv2d_winograd_in, multiplies_per_tile
+from scaledl.kernels.rnn_traffic import ON_CHIP, PERSISTENT_RNN_HIDDEN_TITAN_X, rnn_step_traffic
 
 FLOAT_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
 
@@ -155,5 +156,36 @@ def winograd_tradeoff_figure(dtype_name: str = "float16", channels: int = 4, max
     ax1.set_ylabel("max |error| / max |output|")
     ax1.set_title(f"error in {dtype_name}, {channels} input channels, {scaling} B^T")
     ax1.legend()
+    fig.tight_layout()
+    return fig
+
+
+def view_rnn_step(hidden: int = PERSISTENT_RNN_HIDDEN_TITAN_X, batch: int = 4, device: str = "GTX Titan X",
+                  precision: str = "fp32", steps: int = 100, sync_us: float = 0.0):
+    """The chapter's explorer: time per step, standard vs persistent, and whether ``W`` fits on chip.
+
+    Returns a matplotlib Figure: left, the roofline time of one step of each kernel (with the grid barrier
+    ``sync_us`` added to the persistent one); right, ``W``'s bytes against the device's register file and
+    shared memory.
+    """
+    import matplotlib.pyplot as plt
+
+    if device not in ON_CHIP:
+        raise ValueError(f"device={device!r}; expected one of {sorted(ON_CHIP)}")
+    s = rnn_step_traffic(hidden, batch, steps=steps, precision=precision, device=device, sync_s=sync_us * 1e-6)
+    chip = ON_CHIP[device]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    times = [1e6 * s.standard_time_s, 1e6 * s.persistent_time_s]
+    a.bar(["standard", "persistent"], times, color=["C0", "C1"])
+    for i, t in enumerate(times):
+        a.text(i, t, f"{t:.3g} us\n{[s.standard_TFLOPS, s.persistent_TFLOPS][i]:.3g} TFLOP/s", ha="center",
+               va="bottom", fontsize=8)
+    a.set(ylabel="time per step (us)", ylim=(0, 1.35 * max(times)),
+          title=f"{device}: hidden {hidden}, batch {batch}, {precision}")
+    sizes = [s.weight_bytes, chip.register_file_bytes, chip.shared_bytes]
+    fits = s.weight_bytes <= chip.register_file_bytes + chip.shared_bytes
+    b.barh(["W", "register file", "shared memory"], [x / 2**20 for x in sizes], color=["C3" if not fits else "C2",
+                                                                                       "gray", "silver"])
+    b.set(xlabel="MiB", title="W fits on chip" if fits else "W does NOT fit on chip")
     fig.tight_layout()
     return fig

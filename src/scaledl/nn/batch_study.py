@@ -28,8 +28,8 @@ from scaledl.nn.stale import StaleGradients
 from scaledl.nn.train import train
 from scaledl._args import count
 
-__all__ = ["SIZES", "Run", "run", "sweep", "best_per_batch", "fit_steps_model", "plot_steps_vs_batch",
-           "ordered_sum", "bits_differ", "shuffled_sum_reducer", "implied_throughput", "view_run"]
+__all__ = ["SIZES", "Run", "run", "sweep", "best_per_batch", "fit_steps_model", "ordered_sum", "bits_differ",
+           "shuffled_sum_reducer", "implied_throughput"]
 
 SIZES = (64, 64, 10)   # the digits MLP of this chapter: small enough that a run takes a fraction of a second
 DIVERGED_LOSS = 1e3    # a minibatch loss above this (or not finite) counts as divergence and stops the run
@@ -172,36 +172,6 @@ def fit_steps_model(batch_sizes, steps) -> tuple[float, float]:
     return float(s_min), float(slope / s_min)
 
 
-def plot_steps_vs_batch(best: dict, fit: tuple[float, float] | None = None, b_simple: float | None = None,
-                        title: str = "steps to target vs batch size"):
-    """Log-log steps to target (tuned lr) with the perfect-scaling line through the smallest batch, the
-    fitted S_min (1 + B_noise/B) and the measured noise scale, if given. Returns the Figure."""
-    import matplotlib.pyplot as plt
-
-    B = np.array(sorted(best))
-    S = np.array([best[b][1] for b in B])
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    ax.loglog(B, S, "o-", label="measured (lr tuned per batch)")
-    for b in B:
-        lo, hi = min(best[b][2]), max(best[b][2])
-        ax.plot([b, b], [lo, hi], "-", color="C0", alpha=0.5)
-    ax.loglog(B, S[0] * B[0] / B, "k--", lw=1, label="perfect scaling (steps x batch constant)")
-    if fit is not None:
-        s_min, b_noise = fit
-        grid = np.geomspace(B[0], B[-1], 100)
-        ax.loglog(grid, s_min * (1 + b_noise / grid), "C1-", lw=1,
-                  label=f"S_min (1 + B_noise/B): S_min={s_min:.3g}, B_noise={b_noise:.2g}")
-        ax.axhline(s_min, color="C1", ls=":", lw=1)
-    if b_simple is not None:
-        ax.axvline(b_simple, color="C2", ls="-.", lw=1, label=f"measured B_simple = {b_simple:.2g}")
-    ax.set_xlabel("batch size B")
-    ax.set_ylabel("steps to target")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
 # --- determinism ---------------------------------------------------------------------------------------
 
 def ordered_sum(arrays, order) -> np.ndarray:
@@ -271,34 +241,3 @@ def _digits():
 
         _DATA.append(digits())
     return _DATA[0]
-
-
-def view_run(batch_size: int = 64, lr: float = 0.05, warmup_epochs: float = 0.0, target: float = 0.95,
-             epochs: int = 30, max_steps: int = 2000, data=None):
-    """Train the chapter's digits MLP once, live, for at most ``epochs`` epochs and ``max_steps`` steps,
-    stopping at ``target``, and plot test accuracy against epochs (evaluated 4 times per epoch, or every
-    step); the title gives steps and epochs to ``target`` and the final accuracy. About a second at most
-    settings, a few seconds for a failing run at the smallest batch sizes."""
-    import matplotlib.pyplot as plt
-
-    data = data if data is not None else _digits()
-    b = min(int(batch_size), data.n_train)
-    r = run(data, batch_size=b, lr=float(lr), target=target, warmup_epochs=float(warmup_epochs),
-            max_steps=min(max_steps, epochs * -(-data.n_train // b)), eval_every=max(1, -(-data.n_train // b) // 4))
-    per_epoch = -(-data.n_train // b)  # steps per epoch, the last batch partial
-    fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    ax.plot(np.array(r.eval_step) / per_epoch, np.array(r.test_accuracy) * 100, "o-", ms=3)
-    ax.axhline(target * 100, color="k", ls=":", lw=1)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("epochs")
-    ax.set_ylabel("test accuracy (%)")
-    if r.diverged:
-        what = f"diverged after {r.steps} steps"
-    elif r.reached:
-        what = f"{target:.0%} after {r.steps_to_target} steps = {r.steps_to_target / per_epoch:.1f} epochs"
-    else:
-        what = f"{target:.0%} not reached in {r.steps} steps ({r.steps / per_epoch:.1f} epochs)"
-    ax.set_title(f"B={b}, lr={lr:.3g}, warm-up {warmup_epochs:g} ep: {what}; "
-                 f"final {r.final_accuracy:.1%}", fontsize=9)
-    fig.tight_layout()
-    return fig

@@ -27,6 +27,7 @@ The stable API (chapters 07-10 and lab 03 build on it):
 ``systems``            comparing number systems (chapter 07): relative-error curves, worst-case and mean
                        error over a range, dynamic range, bits and multiplier cost, k-means codebooks.
 ``logarithmic*``       logarithmic arithmetic (chapter 08), on the same Log I.F grid as ``lns4.3``.
+``views``              the chapters' explorers of these models (``view_formats``, ``view_relative_error``, ...)
 =====================  ======================================================================================
 
 Note: the package exports the *function* ``quantize``, which shadows the module ``scaledl.numerics.quantize`` as

@@ -31,7 +31,7 @@ from scaledl.numerics import mx_quantize, nvfp4_quantize, quantize
 
 __all__ = ["clip_noise_split", "model_noise", "equivalent_bits", "fake_quant", "GRANULARITIES", "CLIPPINGS",
            "SCHEMES", "scheme_label", "granularity_gains", "quantized_accuracy", "accuracy_over_seeds",
-           "trained_digits_mlp", "mlp_quantization_summary", "view_quantized_mlp", "VECTOR"]
+           "trained_digits_mlp", "mlp_quantization_summary", "VECTOR"]
 
 GRANULARITIES = ("tensor", "channel", "vector", "mx", "nvfp4")
 CLIPPINGS = ("max", "octav")
@@ -257,42 +257,3 @@ def mlp_quantization_summary(model, data, *, bits: int = 4, granularity: str = "
     return {"weight_mse": mse,
             "accuracy": quantized_accuracy(model, data, bits=bits, granularity=granularity, clipping=clipping),
             "fp32_accuracy": evaluate(model, data.x_test, data.y_test)[1]}
-
-
-def view_quantized_mlp(bits: int = 4, granularity: str = "vector", clipping: str = "octav"):
-    """Explorer view: per-layer weight MSE and test accuracy of the digits MLP, quantized as chosen.
-
-    Left, the relative weight MSE of each layer for the chosen scheme beside per-tensor max scaling at the
-    same bits (log axis); right, the test accuracy of both beside FP32. Takes well under a second once the
-    model is trained (cached).
-    """
-    import matplotlib.pyplot as plt
-
-    model, data = trained_digits_mlp()
-    chosen = mlp_quantization_summary(model, data, bits=bits, granularity=granularity, clipping=clipping)
-    base = mlp_quantization_summary(model, data, bits=bits, granularity="tensor", clipping="max")
-    label = scheme_label(granularity, clipping)
-    bits_text = "4-bit float elements" if granularity in ("mx", "nvfp4") else f"{bits}-bit integers"
-    names = list(chosen["weight_mse"])
-    pos = np.arange(len(names))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), gridspec_kw={"width_ratios": [3, 2]})
-    ax1.bar(pos - 0.2, [base["weight_mse"][n] for n in names], 0.4, color="tab:gray", label="tensor / max")
-    ax1.bar(pos + 0.2, [chosen["weight_mse"][n] for n in names], 0.4, color="tab:blue", label=label)
-    ax1.set_xticks(pos, names)
-    ax1.set_yscale("log")
-    ax1.set_ylabel("weight MSE / mean(W^2)")
-    ax1.set_title(f"Weights, {bits_text}")
-    # below the axes, where it cannot cover a bar whatever the bars' heights
-    ax1.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
-    accs = [chosen["fp32_accuracy"], base["accuracy"], chosen["accuracy"]]
-    bars = ax2.bar(["FP32", "tensor / max", label], [100 * a for a in accs],
-                   color=["tab:green", "tab:gray", "tab:blue"])
-    for bar, a in zip(bars, accs):
-        ax2.annotate(f"{100 * a:.2f} %", (bar.get_x() + bar.get_width() / 2, 100 * a), ha="center",
-                     va="bottom", fontsize=8)
-    ax2.set_ylim(max(0.0, 100 * min(accs) - 10), 100)
-    ax2.set_ylabel("test accuracy (%)")
-    ax2.set_title(f"Whole MLP ({len(data.y_test)} test images)")
-    fig.suptitle(f"Digits MLP: {label}, {bits_text}, weights and layer inputs quantized", fontsize=10)
-    fig.tight_layout()
-    return fig

@@ -25,7 +25,7 @@ from scaledl.numerics.logarithmic_sum import binned_dot, mitchell_dot
 
 __all__ = ["round_float_mantissa", "worst_case_errors", "compare_log_roundings", "error_by_octave", "OCTAVE_FORMATS",
            "dot_error_study",
-           "DOT_METHODS", "view_relative_error"]
+           "DOT_METHODS"]
 
 
 def round_float_mantissa(x, mantissa_bits: int) -> np.ndarray:
@@ -232,30 +232,3 @@ def dot_error_study(n: int, trials: int, *, seed: int = 0, dist: str = "normal")
         for name, key in DOT_METHODS.items():
             out[name][t] = abs(y[key] - exact) / norm
     return out
-
-
-def view_relative_error(frac_bits: int = 3, mantissa_bits: int = 3, log_scale_x: bool = True):
-    """Figure: relative rounding error over [1/4, 4] of a log format with ``frac_bits`` and a float with
-    ``mantissa_bits``, with each one's worst case, both rounding to the nearest value. The float's error saws
-    within every binade; the log format's is the same everywhere."""
-    import matplotlib.pyplot as plt
-
-    r = 2.0 ** (2.0 ** -frac_bits)
-    log_mid = np.exp2(np.arange(-2 << frac_bits, 2 << frac_bits) / (1 << frac_bits)) * (1 + r) / 2
-    float_mid = np.exp2(np.arange(-2, 2)) * (1 + 2.0 ** -(mantissa_bits + 1))
-    x = np.sort(np.concatenate([np.exp2(np.linspace(-2, 2, 8001)), log_mid, float_mid]))  # worst cases exact
-    err_log = np.abs(lns_quantize(x, int_bits=8, frac_bits=frac_bits, rounding=NEAREST_VALUE) - x) / x
-    err_fp = np.abs(round_float_mantissa(x, mantissa_bits) - x) / x
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    ax.plot(x, 100 * err_fp, lw=0.8, color="tab:orange", label=f"float, {mantissa_bits} mantissa bits")
-    ax.plot(x, 100 * err_log, lw=0.8, color="tab:blue", label=f"log, {frac_bits} fraction bits (nearest value)")
-    ax.axhline(100 * err_fp.max(), color="tab:orange", ls="--", lw=1, label=f"worst {100 * err_fp.max():.2f} %")
-    ax.axhline(100 * err_log.max(), color="tab:blue", ls="--", lw=1, label=f"worst {100 * err_log.max():.2f} %")
-    if log_scale_x:
-        ax.set_xscale("log", base=2)
-    ax.set_xlabel("value x")
-    ax.set_ylabel("relative error |q(x) - x| / x (%)")
-    ax.set_title("Rounding error: logarithmic vs floating point")
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    return fig

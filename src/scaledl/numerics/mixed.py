@@ -25,7 +25,7 @@ from scaledl.numerics import get_format, quantize
 
 __all__ = ["half_ulp", "lost_updates", "repeated_add", "DynamicLossScaler", "MixedHistory", "train_mixed",
            "gradient_underflow", "softmax_cross_entropy_in", "reference_cross_entropy",
-           "softmax_failure_table", "view_repeated_add"]
+           "softmax_failure_table"]
 
 _COMPUTE = ("fp32", "fp16", "bf16")
 
@@ -307,26 +307,3 @@ def softmax_failure_table(logits, labels, formats=("fp32", "bf16", "fp16")) -> l
                              "median abs error": float(np.median(err)) if err.size else float("nan"),
                              "max abs error": float(err.max()) if err.size else float("nan")})
     return rows
-
-
-def view_repeated_add(fmt: str = "fp16", log2_dw: float = -12.0, w0: float = 1.0, steps: int = 400):
-    """Figure: ``w0 + k * dw`` accumulated in ``fmt`` with round-to-nearest and with stochastic rounding
-    (every replica faint, their mean bold), against the exact line. ``dw = 2**log2_dw``."""
-    import matplotlib.pyplot as plt
-
-    dw = 2.0 ** log2_dw
-    k = np.arange(steps + 1)
-    near = repeated_add(w0, dw, steps, fmt)[:, 0]
-    sr = repeated_add(w0, dw, steps, fmt, rounding="stochastic", replicas=32, seed=0)
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    ax.plot(k, sr, color="tab:green", alpha=0.08, lw=0.8)
-    ax.plot(k, w0 + k * dw, "k--", lw=1.2, label="exact w0 + k dw")
-    ax.plot(k, near, color="tab:red", lw=2, label="round to nearest")
-    ax.plot(k, sr.mean(axis=1), color="tab:green", lw=2, label="stochastic rounding (mean of 32 runs)")
-    ax.set_xlabel("number of updates k")
-    ax.set_ylabel("stored weight w")
-    ax.set_title(f"{fmt}: adding dw = 2**{log2_dw:g} = {dw:.3g} to w0 = {w0:g} "
-                 f"(half an ulp there: {float(half_ulp(np.float32([w0]), fmt)[0]):.3g})")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig

@@ -27,7 +27,7 @@ from scaledl.numerics.formats import FloatFormat, IntFormat, LogFormat, get_form
 from scaledl.numerics.quantize import quantize, round_to_values
 
 __all__ = ["grid_of", "relative_error", "worst_relative_error", "mean_relative_error", "dynamic_range_binades",
-           "multiplier_cost", "kmeans_codebook", "compare", "error_envelope", "view_formats"]
+           "multiplier_cost", "kmeans_codebook", "compare", "error_envelope"]
 
 
 def grid_of(system) -> np.ndarray:
@@ -185,35 +185,3 @@ def error_envelope(system, lo: float, hi: float, *, scale: float = 1.0, bins_per
     x = np.exp2(edges[:-1, None] + t[None, :] / bins_per_binade)
     err = np.abs(quantize(x, get_format(system), scale=scale).astype(np.float64) - x) / x
     return edges[:-1] + 0.5 / bins_per_binade, err.max(axis=1)
-
-
-def view_formats(fmt_a: str = "e4m3", fmt_b: str = "lns4.3", align_max: bool = True):
-    """Figure: where each format's values lie (count per binade) and its relative error across the range.
-
-    With ``align_max`` the second format is scaled by ``max_a / max_b`` so both share the same largest value, as
-    a per-tensor scale would arrange.
-    """
-    import matplotlib.pyplot as plt
-
-    specs = [get_format(fmt_a), get_format(fmt_b)]
-    scales = [1.0, specs[0].max_value / specs[1].max_value if align_max else 1.0]
-    fig, (ax0, ax1) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    lo = min(s.min_positive * k for s, k in zip(specs, scales))
-    hi = max(s.max_value * k for s, k in zip(specs, scales))
-    bins = np.arange(np.floor(np.log2(lo)) - 1, np.ceil(np.log2(hi)) + 2)
-    for spec, k, color in zip(specs, scales, ("C0", "C3")):
-        mags = spec.magnitudes()[1:] if spec.magnitudes()[0] == 0 else spec.magnitudes()
-        ax0.hist(np.log2(mags * k), bins=bins, histtype="step", lw=2, color=color,
-                 label=f"{spec.name}{'' if k == 1 else f' x {k:.3g}'} ({spec.bits} bits)")
-        centres, worst = error_envelope(spec, lo / 2, hi, scale=k)
-        ax1.plot(centres, 100 * worst, color=color, lw=1.5, label=spec.name)
-    ax0.set_ylabel("representable values per binade")
-    ax0.legend(loc="upper left")
-    ax0.set_title("Where the values lie, and the worst relative error of rounding to nearest")
-    ax1.set_yscale("log")
-    ax1.set_ylim(0.01, 150)
-    ax1.set_xlabel("log2 |x|")
-    ax1.set_ylabel("worst relative error (%)\nper 1/8 binade")
-    ax1.legend(loc="upper right")
-    fig.tight_layout()
-    return fig

@@ -15,6 +15,7 @@
 ``cluster``        DGX POD sizing (rack units, power, experiment hours, developers), Saturn V, input bandwidth,
                    FPGA vs ASIC measurements, the int4 accelerator's efficiency points
 ``frameworks``     NVIDIA's 2018 framework table as data, with dated, sourced corrections
+``views``          the chapters' figures and explorers of these models (``plot_roofline``, ``demand_figure``, ...)
 =================  ===================================================================================
 
 ``interconnect`` moved to :mod:`scaledl.comm.interconnect` and ``kernel_model`` to

@@ -173,33 +173,3 @@ EIE_VS_GPU = {"speed": 13.0, "energy_efficiency": 3400.0}  # Han et al., "EIE: E
 #   Compressed Deep Neural Network", ISCA 2016: vs a GPU running the same uncompressed network
 SCNN_VS_DENSE = {"performance": 2.7, "energy": 2.3}  # Parashar et al., "SCNN: An Accelerator for
 #   Compressed-sparse Convolutional Neural Networks", ISCA 2017: vs a comparably provisioned dense accelerator
-
-
-def view_pod(images: float = 300_000, epochs: float = FOOTNOTE_EPOCHS, images_per_s: float = FOOTNOTE_IMAGES_PER_S,
-             KB_per_image: float = 500.0, pod: str = "DGX-1") -> str:
-    """The chapter's explorer: one experiment's hours, the developers a POD serves, and its input bandwidth.
-
-    ``images_per_s`` is one DGX-1's rate; a DGX-2 is taken at twice it (perfect scaling, the best case).
-
-    >>> print(view_pod().splitlines()[0])
-    one experiment on one DGX-1: 300,000 images x 120 epochs at 480 images/s = 20.8 h
-    """
-    if pod not in ("DGX-1", "DGX-2"):
-        raise ValueError(f"pod={pod!r}; expected 'DGX-1' or 'DGX-2'")
-    p = DGX1_POD if pod == "DGX-1" else DGX2_POD
-    rate = images_per_s * (1 if pod == "DGX-1" else 2)
-    hours = experiment_hours(images, epochs=epochs, images_per_s=rate)
-    per_day = 1 if pod == "DGX-1" else 2  # the slides: one experiment per DGX-1 per day, two per DGX-2
-    claim = f"one {pod}/developer/{'experiment' if per_day == 1 else '2 experiments'}/day"
-    server_days = hours / 24
-    bw = input_bandwidth_MBps(rate, KB_per_image * 1e3)
-    return "\n".join([
-        f"one experiment on one {pod}: {images:,.0f} images x {epochs:g} epochs at {rate:g} images/s = {hours:.1f} h",
-        f"the slide's '{claim}' {'holds' if hours <= 24 / per_day else 'fails'}; at {server_days:.2f} "
-        f"server-days per experiment the POD's {p.servers} servers serve {developers_per_pod(p, server_days):.1f} "
-        f"developers at two experiments a day",
-        f"input: {bw:,.0f} MB/s per server, {p.servers * bw:,.0f} MB/s for the POD = "
-        f"{p.servers * bw / TEN_GBE_MBps:.1f}x one 10 GbE link; the dataset is {images * KB_per_image / 1e6:,.0f} GB "
-        f"({'fits' if images * KB_per_image * 1e3 <= DGX1_READ_CACHE_TB * 1e12 else 'does not fit'} a DGX-1's "
-        f"{DGX1_READ_CACHE_TB:.2f} TB read cache)",
-    ])

@@ -25,7 +25,7 @@ from scaledl.perf.training import PETAFLOP_DAY_FLOP, SECONDS_PER_DAY, TWO_WEEKS_
 __all__ = ["EXAFLOP", "Landmark", "SEED_000", "SEED_003", "SEED_002", "LANDMARKS", "exaflop_to_pf_days",
            "pf_days_to_flop", "flop_to_pf_days", "growth_per_year", "doubling_time_months", "CpuServer",
            "DUAL_XEON_E5_2699V4", "DUAL_XEON_E5_2690", "implied_rate_FLOPS", "training_flop", "two_week_budget_pf_days",
-           "TWO_WEEK_SERVERS", "demand_figure", "GPT4_EPOCH_AI", "ESTIMATES", "PAPER_PARAMS_M",
+           "TWO_WEEK_SERVERS", "GPT4_EPOCH_AI", "ESTIMATES", "PAPER_PARAMS_M",
            "seed_003_shifted_rows", "SOURCE_LABELS", "server_budget_pf_days", "first_beyond_one_server"]
 
 # Short labels for the source documents in printed tables (book.toml keeps the file prefixes).
@@ -217,47 +217,3 @@ def first_beyond_one_server(days: float = 14, count: int = 8, utilization: float
         if m.pf_days > server_budget_pf_days(m.year, days, count, utilization):
             return m
     return None
-
-
-def demand_figure(count: int = 8, utilization: float = 0.4):
-    """Landmark models' training compute (PF-days, log) against year, with what a server does in two weeks."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.8))
-    styles = {"000": ("o", "tab:orange", "Dally, ScaledML talk (2018)"),
-              "003": ("s", "tab:green", "NVIDIA, HPC-workload slides (2018)"),
-              "002": ("D", "tab:blue", "Dally, Trends lecture (2023)")}
-    # the seeds share years and sometimes values: shift each seed's markers sideways so none hides another
-    shift = {"000": -0.15, "003": 0.15, "002": 0.0}
-    for seed, (marker, color, label) in styles.items():
-        pts = [m for m in LANDMARKS if m.seed == seed]
-        ax.scatter([m.year + shift[seed] for m in pts], [m.pf_days for m in pts], marker=marker, color=color,
-                   s=45, label=label, zorder=3)
-        for m in pts:
-            x = m.year + shift[seed]
-            short = m.model.replace("Deep Speech 2", "DS2")
-            if seed == "000":
-                ax.annotate(short, (x, m.pf_days), xytext=(-6, -4), textcoords="offset points", fontsize=7,
-                            ha="right", va="top")
-            elif seed == "003":
-                ax.annotate(short, (x, m.pf_days), xytext=(6, 2), textcoords="offset points", fontsize=7,
-                            ha="left", va="bottom", color=color)
-            else:
-                ax.annotate(short, (x, m.pf_days), xytext=(-6, 3), textcoords="offset points", fontsize=8,
-                            ha="right", va="bottom", color=color)
-    for m in ESTIMATES:
-        ax.scatter([m.year + 0.15], [m.pf_days], marker="*", s=110, facecolors="none", edgecolors="tab:red",
-                   label=f"{m.model}, {m.note}", zorder=3)
-    years = [y for y, _ in TWO_WEEK_SERVERS]
-    budget = [two_week_budget_pf_days(d, count, utilization) for _, d in TWO_WEEK_SERVERS]
-    ax.step(years + [2024], budget + budget[-1:], where="post", color="gray", lw=1.5,
-            label=f"{count} of the newest GPU, two weeks at {utilization:.0%} of peak")
-    ax.set_yscale("log")
-    ax.set_ylim(top=1e8)
-    ax.set_xlabel("year (DS2 = Deep Speech 2)")
-    ax.set_ylabel("training compute (petaflop/s-days, log scale)")
-    ax.set_title("Training compute of landmark models, as the source documents give it")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    return fig

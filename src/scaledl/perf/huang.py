@@ -22,7 +22,7 @@ from scaledl.perf import energy, hardware
 __all__ = ["SEED_TOTAL", "KEPLER", "HOPPER", "PROCESS_GAIN_SEED_002", "PROCESS_NODES", "SPARSITY_GAIN",
            "PROCESS_GAIN_PER_GENERATION_PAST", "PROCESS_GAIN_PER_GENERATION_2018", "TPU_V2_CHIP_TFLOPS",
            "V100_ANNOUNCED_TENSOR_TFLOPS", "table_total", "number_format_gain", "per_generation", "Factor",
-           "decomposition", "table_decomposition", "energy_per_op_pJ", "instruction_gain", "factors_figure"]
+           "decomposition", "table_decomposition", "energy_per_op_pJ", "instruction_gain"]
 
 SEED_TOTAL = 1000.0  # seed 002: "~4 int8 TOPS" (Kepler) to "~4000 int8 TOPS" (Hopper) in ten years
 KEPLER, HOPPER = "K20X", "H100 SXM"  # the generations' flagship compute GPUs in the table
@@ -110,27 +110,3 @@ def instruction_gain(simple: energy.Instruction = energy.HFMA, complex_: energy.
                      overhead_pJ: float = energy.GPU_INSTRUCTION_OVERHEAD_pJ) -> float:
     """How much less energy per operation the complex instruction spends (same fp16 format for both)."""
     return energy_per_op_pJ(simple, overhead_pJ) / energy_per_op_pJ(complex_, overhead_pJ)
-
-
-def factors_figure(total: float = SEED_TOTAL):
-    """Cumulative product of the decomposition's factors on a log axis, ending at the total."""
-    import matplotlib.pyplot as plt
-
-    factors = decomposition(total)
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    level = 1.0
-    for i, f in enumerate(factors):
-        color = "tab:gray" if "residual" in f.name else "tab:blue"
-        ax.bar(i, level * f.gain - level, bottom=level, color=color)
-        ax.text(i, level * f.gain * 1.15, f"x{f.gain:.3g}", ha="center", fontsize=9)
-        level *= f.gain
-    ax.bar(len(factors), level - 1, bottom=1, color="tab:red")
-    ax.text(len(factors), level * 1.15, f"{level:.4g}", ha="center", fontsize=9)
-    ax.set_xticks(range(len(factors) + 1), [f.name.replace(" (", "\n(") for f in factors] + ["total"],
-                  fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylim(0.8, level * 4)
-    ax.set_ylabel("cumulative gain over Kepler fp32 (log)")
-    ax.set_title("Huang's law, decomposed: stated factors (blue) and the residual (gray)")
-    fig.tight_layout()
-    return fig

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaledl._args import positive as _positive
-from scaledl.plotting import label_points
 
 # Bytes one element occupies in memory. TF32 is an arithmetic mode: its operands are stored as FP32.
 POINT_MARKER_AREA_PT2 = 40  # the named points' markers in plot_roofline (scatter's s)
@@ -103,55 +102,6 @@ class Point:
         _positive("intensity_FLOP_per_byte", self.intensity_FLOP_per_byte)
         if self.achieved_TFLOPS is not None:
             _positive("achieved_TFLOPS", self.achieved_TFLOPS)
-
-
-def plot_roofline(rooflines, points=(), *, ax=None, title: str | None = None,
-                  intensity_range=(1 / 16, 4096)):
-    """Draw one or more rooflines on log-log axes, with named points; returns the Figure.
-
-    Each point is drawn at its achieved rate when it has one, otherwise on the first roofline's roof.
-    """
-    import matplotlib.pyplot as plt
-
-    if isinstance(rooflines, Roofline):
-        rooflines = [rooflines]
-    rooflines = list(rooflines)
-    if not rooflines:
-        raise ValueError("rooflines must hold at least one Roofline")
-    lo, hi = intensity_range
-    if not (0 < lo < hi):
-        raise ValueError(f"intensity_range must be (low, high) with 0 < low < high, got {intensity_range!r}")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    else:
-        fig = ax.figure
-    I = np.logspace(math.log10(lo), math.log10(hi), 400)
-    for r in rooflines:
-        line, = ax.loglog(I, r.attainable_TFLOPS(I), lw=2,
-                          label=f"{r.name}: {r.peak_TFLOPS:g} TFLOP/s, {r.bandwidth_GBps:g} GB/s")
-        ridge = r.ridge_point_FLOP_per_byte
-        if lo <= ridge <= hi:
-            ax.axvline(ridge, color=line.get_color(), ls=":", lw=1)
-    first = rooflines[0]
-    xs, ys = [], []
-    for p in points:
-        y = p.achieved_TFLOPS if p.achieved_TFLOPS is not None else first.attainable_TFLOPS(
-            p.intensity_FLOP_per_byte)
-        marker = "o" if p.achieved_TFLOPS is not None else "D"
-        ax.scatter([p.intensity_FLOP_per_byte], [y], marker=marker, zorder=3, s=POINT_MARKER_AREA_PT2)
-        xs.append(p.intensity_FLOP_per_byte)
-        ys.append(y)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
-    ax.set_ylabel("attainable rate (TFLOP/s)")
-    ax.set_xlim(lo, hi)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    # Placed last, on the final layout: clear of each other, the markers, the legend and (where it can) the roofs.
-    label_points(ax, xs, ys, [p.label for p in points], sizes=POINT_MARKER_AREA_PT2, fontsize=9)
-    return fig
 
 
 # ------------------------------------------------------------------------------------- layers as GEMMs
@@ -309,24 +259,6 @@ def batch_for_intensity(n: int, target_FLOP_per_byte: float, bytes_per_element: 
     return I * e * n / (2 * n - 2 * I * e)
 
 
-def layer_view(layer_size: int = 1024, batch: int = 64, precision: str = "fp16",
-               device: str = "V100 SXM2"):
-    """Widget view: where a square dense layer at this batch sits on ``device``'s roofline.
-
-    Draws the roofline, the layer at batch 1 (GEMV) and at ``batch``, and says in the title whether it is
-    memory or compute bound and what fraction of peak the roofline allows.
-    """
-    r = roofline_of(device, precision)
-    gemv = dense_layer(layer_size, layer_size, 1, precision)
-    gemm = dense_layer(layer_size, layer_size, batch, precision)
-    frac = r.attainable_TFLOPS(gemm.intensity_FLOP_per_byte) / r.peak_TFLOPS
-    points = [Point(f"batch 1: {gemv.intensity_FLOP_per_byte:.2f} FLOP/B", gemv.intensity_FLOP_per_byte),
-              Point(f"batch {batch}: {gemm.intensity_FLOP_per_byte:.1f} FLOP/B", gemm.intensity_FLOP_per_byte)]
-    title = (f"{layer_size}x{layer_size} layer, batch {batch}, {precision} on {r.name.rsplit(' ', 1)[0]}: "
-             f"{r.bound(gemm.intensity_FLOP_per_byte)} bound, at most {100 * frac:.0f} % of peak")
-    return plot_roofline(r, points, title=title, intensity_range=(1 / 8, 8192))
-
-
 def current_gpu_roofline(measure_bandwidth_GBps, measure_peak_TFLOPS, name: str = "this GPU, measured"):
     """The roofline of the GPU in use, from two measuring functions; None on the simulator.
 
@@ -354,3 +286,13 @@ def measure_fma_TFLOPS(n_threads: int = 2**21, n_iter: int = 4096, repeats: int 
     from scaledl.kernels.bandwidth import measure_fma_TFLOPS as measured
 
     return measured(n_threads, n_iter, repeats)
+
+
+def __getattr__(name: str):
+    """``roofline.plot_roofline``, as lab 01 was released calling it; the figure lives in :mod:`scaledl.perf.views`
+    (ARCHITECTURE.md, the views rule), imported on first use so that importing this model loads no matplotlib."""
+    if name == "plot_roofline":
+        from scaledl.perf.views import plot_roofline
+
+        return plot_roofline
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

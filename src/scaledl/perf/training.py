@@ -21,7 +21,7 @@ from scaledl.perf.hardware import Device
 from scaledl._args import positive
 
 __all__ = ["SECONDS_PER_DAY", "TWO_WEEKS_S", "PETAFLOP_DAY_FLOP", "sustained_FLOPS", "training_time_s",
-           "training_time_days", "trainable_flops", "devices_needed", "training_time_view", "format_duration"]
+           "training_time_days", "trainable_flops", "devices_needed", "format_duration"]
 
 SECONDS_PER_DAY = 86_400
 # Dally (seed 000): a "reasonable" training time, the threshold AlexNet crossed in 2012, is two weeks.
@@ -120,52 +120,3 @@ def _count(value: float, unit: str) -> str:
     if text == "1" and unit.endswith("s") and unit not in ("s", "h", "min"):
         unit = unit[:-1]
     return f"{text} {unit}"
-
-
-def training_time_view(flops: float = PETAFLOP_DAY_FLOP, device: str = "A100 SXM4 80GB", count: int = 8,
-                       utilization: float = 0.4, precision: str = "best"):
-    """The widget's view: time to train ``flops`` on ``count`` of every device in the table.
-
-    One horizontal bar per device (log scale), the chosen device highlighted and labelled, a line at two
-    weeks. ``precision="best"`` gives each device its fastest training precision (bf16/fp16/tf32/fp32);
-    a fixed precision leaves out devices that lack it.
-
-    Returns:
-        A matplotlib Figure.
-    """
-    import matplotlib.pyplot as plt
-
-    chosen = hardware.get(device)
-    flops = positive("flops", flops, what="a positive number of floating-point operations")
-    count = _check_count(count)
-    utilization = _check_utilization(utilization)
-    if precision != "best" and precision not in hardware.PRECISIONS:
-        raise ValueError(f"precision={precision!r} must be 'best' or one of {hardware.PRECISIONS}")
-
-    rows = []
-    for dev in hardware.devices():
-        p = dev.best_training_precision if precision == "best" else precision
-        if p in dev.precisions:
-            rows.append((dev, p, training_time_s(flops, dev, count, utilization, p)))
-
-    fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.6))
-    labels = [f"{d.name} ({p})" for d, p, _ in rows]
-    times_days = [t / SECONDS_PER_DAY for _, _, t in rows]
-    colors = ["tab:red" if d is chosen else "tab:blue" for d, _, _ in rows]
-    ax.barh(range(len(rows)), times_days, color=colors)
-    ax.set_yticks(range(len(rows)), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.axvline(TWO_WEEKS_S / SECONDS_PER_DAY, color="k", ls="--", lw=1)
-    ax.text(TWO_WEEKS_S / SECONDS_PER_DAY, -0.7, " two weeks", fontsize=8, va="bottom")
-    ax.set_xlabel("training time (days, log scale)")
-    picked = [r for r in rows if r[0] is chosen]
-    if picked:
-        _, p, t = picked[0]
-        title = (f"{flops:.3g} FLOP = {_count(flops / PETAFLOP_DAY_FLOP, 'PF-days')} on {count} x {chosen.name} ({p}) "
-                 f"at {utilization:.0%}: {format_duration(t)}")
-    else:
-        title = f"{chosen.name} has no {precision} rate; other devices at {count} x, {utilization:.0%}"
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    return fig

@@ -8,7 +8,8 @@
 ``schedules``       ``prune_and_retrain``: one-shot, iterative, gradual (cubic, Zhu and Gupta 2017)
 ``analysis``        ``zero_multiplies`` (multiplies with a zero weight or input), ``sensitivity_scan``
 ``toggles``         ``bus_toggles``: wire switching of a value stream, with and without zero gating
-``study``           chapters 11-12's experiments: trained baselines, the seed sweep, ``pruning_view``
+``study``           chapters 11-12's experiments: trained baselines, the seed sweep
+``views``           ``pruning_view``, chapter 11's explorer (matplotlib imported inside it)
 ==================  ===========================================================================
 
 CSR and CSC matrices are ``scipy.sparse`` ones (``scipy.sparse.csr_array(w * mask)``); the kernels in
