@@ -41,11 +41,10 @@ BUGS = {
     "mm1": (("    return rho * service_s / (2 * (1 - rho))",  # M/M/1's wait for a deterministic service time
              "    return rho * service_s / (1 - rho)"), ("task_1_2",)),
     "steady": (("    return rate * a_s / (1 - rate * c_s)", "    return rate * a_s / (1 + rate * c_s)"), ("task_2_1",)),
-    # the SLO read at the median. (Read at p90, a near miss, Task 3.1's single objective, 2 to 4 batches long, lets it
-    # through on about one draw in five: 6 of 30 in this test. Issue 33's note; a tighter objective failed correct
-    # answers instead, 2 of 100.)
+    # the SLO read at p90 instead of p98: a near miss, within 1 % of the answer at loose objectives, which Task
+    # 3.1's three objectives of 2 to 3 batches catch on every draw (tests/unit/test_tasks_lab07.py)
     "percentile": (("        return r.percentile_s(98) <= slo_s",
-                    "        return r.percentile_s(50) <= slo_s"), ("task_3_1",)),
+                    "        return r.percentile_s(90) <= slo_s"), ("task_3_1",)),
 }
 
 

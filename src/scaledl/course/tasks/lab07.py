@@ -192,10 +192,19 @@ def _steady_judge(inp, out):
 
 # --- Task 3.1: users at a latency objective, graded with the library's own policy ---------------------------
 
+# Three p98 objectives per run, one in each third of 2 to 3 full batches (a + c max_batch). Between 2 and 3 batches
+# the p90 crossing (a near miss: the SLO read at the wrong percentile) lies more than 1 % below the p98 one on every
+# draw tried (60 of 60 at 2, 2.5 and 3 batches), while the lab's own bisection stays within 0.6 % of the library's
+# (160 draws). Looser objectives let p90 through (at 4 batches 39 draws in 60), tighter ones (1.2 to 2 batches)
+# failed correct answers (2 of 100): issue 33's note.
+SLO_BATCHES = ((2.0, 7 / 3), (7 / 3, 8 / 3), (8 / 3, 3.0))
+
+
 def _users_inputs(rng):
     a, c, mb = float(rng.uniform(1e-3, 3e-3)), float(rng.uniform(1e-4, 6e-4)), int(rng.integers(9, 25))
-    # a p98 objective a few full batches long: tight enough that the answer lies well below capacity
-    return {"a_s": a, "c_s": c, "max_batch": mb, "slo_s": float((a + c * mb) * rng.uniform(2.0, 4.0))}
+    full = a + c * mb
+    return {"a_s": a, "c_s": c, "max_batch": mb,
+            "slos_s": [float(full * rng.uniform(lo, hi)) for lo, hi in SLO_BATCHES]}
 
 
 def _users_produce(ns, inp):
@@ -203,20 +212,23 @@ def _users_produce(ns, inp):
     from scaledl.serve.hook import batch_dispatch_spec
 
     f = student(ns, "max_users")
-    return {"users": float(f(batch_dispatch_spec, linear(inp["a_s"], inp["c_s"]), inp["slo_s"], inp["max_batch"]))}
+    service = linear(inp["a_s"], inp["c_s"])
+    return {"users": np.array([float(f(batch_dispatch_spec, service, slo, inp["max_batch"])) for slo in inp["slos_s"]],
+                              np.float64)}
 
 
 def _users_judge(inp, out):
     from scaledl.serve import linear, max_rate_at_slo
 
     t = "Task 3.1"
-    got = number(out, "users", title=t)
-    want = max_rate_at_slo("batch_dispatch", service=linear(inp["a_s"], inp["c_s"]), slo_s=inp["slo_s"],
-                           n_requests=N_SLO_REQUESTS, max_batch=inp["max_batch"])
-    # 1 %: both searches stop within 0.1 % of the same crossing on the same arrivals
-    assert abs(got / want - 1) < 0.01, (
-        f"{t}: service {inp['a_s'] * 1e3:.3f} + {inp['c_s'] * 1e3:.3f} b ms, p98 <= {inp['slo_s'] * 1e3:.2f} ms, "
-        f"max_batch={inp['max_batch']}: Yours {got:.1f} req/s, Spec {want:.1f} req/s")
+    got = array(out, "users", shape=(len(inp["slos_s"]),), dtype="f", title=t).astype(np.float64)
+    for slo, g in zip(inp["slos_s"], got):
+        want = max_rate_at_slo("batch_dispatch", service=linear(inp["a_s"], inp["c_s"]), slo_s=slo,
+                               n_requests=N_SLO_REQUESTS, max_batch=inp["max_batch"])
+        # 1 %: both searches stop within 0.1 % of the same crossing on the same arrivals
+        assert abs(g / want - 1) < 0.01, (
+            f"{t}: service {inp['a_s'] * 1e3:.3f} + {inp['c_s'] * 1e3:.3f} b ms, p98 <= {slo * 1e3:.2f} ms, "
+            f"max_batch={inp['max_batch']}: Yours {g:.1f} req/s, Spec {want:.1f} req/s")
 
 
 TASKS = (
