@@ -56,7 +56,7 @@ ALGORITHMS = textwrap.dedent("""
     import numpy as np
     from mpi4py import MPI
     from scaledl.comm import mpi as M
-    from scaledl.comm.schedule import hierarchical
+    from scaledl.comm.two_level import hierarchical
 
     comm = MPI.COMM_WORLD
     g = 2  # ranks per host
