@@ -46,7 +46,7 @@ from typing import Callable
 import numpy as np
 
 from scaledl import device
-from scaledl.kernels.reference import gemm_tolerance  # noqa: F401  (the labs' name for it)
+from scaledl.kernels.reference import gemm_tolerance
 from scaledl.labs.hints import hint as _text
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
