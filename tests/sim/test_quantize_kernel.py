@@ -137,3 +137,31 @@ def test_kernel_rejects_formats_it_does_not_handle():
     with pytest.raises(ValueError, match=r"variant='v9' is not a quantize kernel; expected one of "
                                          r"\('arith', 'pow2', 'four'\)"):
         quantize_gpu(np.ones(3), "e4m3", variant="v9")
+
+
+def float64_near_ties(fmt: str, scale: float = 1.0, n: int = 301, seed: int = 2) -> np.ndarray:
+    """float64 values whose quotient by ``scale`` a float32 detour rounds wrongly: ties of the format nudged by
+    2**-40 either way (each lands on the tie in float32), the ties themselves, and random values; ``n`` odd."""
+    spec = get_format(fmt)
+    mags = spec.magnitudes().astype(np.float64)
+    mags = mags[:: max(1, mags.size // 40)]
+    ties = mags[:-1] + np.diff(mags) / 2
+    base = np.concatenate([ties, ties * (1 + 2.0**-40), ties * (1 - 2.0**-40)])
+    base = np.concatenate([base, -base])
+    rng = np.random.default_rng(seed)
+    k = n - base.size
+    return np.concatenate([base, rng.standard_normal(k) * np.exp2(rng.uniform(-8, 8, k))]) * scale
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e2m1", "bf16"])
+@pytest.mark.parametrize("scale", [1.0, 0.25, 0.3])
+def test_float64_inputs_round_once_like_the_library(fmt, scale):
+    """The host wrapper narrows float64 to float32 by rounding to odd, so the kernel's rounding is the only one:
+    bit for bit the library's (which ml_dtypes 0.7 agrees with), not the float32 detour."""
+    x = float64_near_ties(fmt, scale)
+    got, want = quantize_gpu(x, fmt, scale=scale), quantize(x, fmt, scale=scale)
+    same = _same_bits(got, want)
+    assert same.all(), list(zip(x[~same][:10], want[~same][:10], got[~same][:10]))
+    if scale != 0.3:  # with a power-of-two scale the float32 detour lands on the ties (0.3's quotient does not)
+        detour = quantize(x.astype(F32), fmt, scale=scale)
+        assert not _same_bits(got, detour).all()  # the cases reach the values a double rounding gets wrong

@@ -75,9 +75,150 @@ def test_bit_exact_with_ml_dtypes_on_random_bit_patterns(fmt):
     assert _same(ref, quantize(x, fmt, saturate=False)).all()
 
 
-def test_float64_inputs_round_through_float32_like_ml_dtypes():
+# ------------------------------------------------------------------------------------------------------------------
+# float64 inputs: rounded once (not through float32 first)
+def test_float64_inputs_are_rounded_once_not_through_float32():
     x = np.array([1 + 2.0**-4 + 2.0**-40])  # just above an E4M3 tie in float64, exactly on it in float32
-    assert quantize(x, "e4m3")[0] == x.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)[0] == 1.0
+    assert quantize(x, "e4m3")[0] == 1.125  # the correctly rounded value
+    assert quantize(x.astype(np.float32), "e4m3")[0] == 1.0  # the tie float32 made of it goes to even
+    assert encode(x, "e4m3")[0] == 0x39 and quantize(-x, "e4m3")[0] == -1.125
+    below = np.array([1 + 2.0**-4 - 2.0**-40])  # just below the tie: down, whichever way the tie would go
+    assert quantize(below, "e4m3")[0] == 1.0
+
+
+def _exact_nearest(x: np.ndarray, fmt, saturate: bool) -> np.ndarray:
+    """The correctly rounded values of the float64 ``x`` in ``fmt``: an independent reference for the float64 path.
+
+    Exact without rational arithmetic: the format's values and the midpoints between neighbours have at most 12
+    significant bits, so float64 holds them exactly and comparing ``|x|`` with a midpoint rounds nothing. Codes
+    of consecutive non-negative values are consecutive integers, so a value's index in the list has its code's
+    parity (ties to even go to the even index).
+    """
+    g = _grid(fmt)
+    a = np.abs(x)
+    hi_i = np.clip(np.searchsorted(g, a, side="left"), 1, g.size - 1)
+    lo, hi = g[hi_i - 1], g[hi_i]
+    mid = (lo + hi) / 2
+    tie_up = np.full(a.shape, fmt.ties == "away") if fmt.ties == "away" else (hi_i - 1) % 2 == 1
+    q = np.where((a > mid) | ((a == mid) & tie_up), hi, lo)
+    q = np.where(a < g[0], g[0], q)  # E8M0 has no zero: tiny values clamp up to its smallest value
+    top = g[-1]
+    step = 2.0 ** (np.floor(np.log2(top)) - fmt.man_bits)  # the spacing in the largest value's binade
+    boundary = top + step / 2  # where a plain cast leaves the format (a tie goes to even, or away)
+    over = (a > boundary) | ((a == boundary) & ((fmt.ties == "away") | ((g.size - 1) % 2 == 1)))
+    if saturate or not fmt.has_nan:  # formats with neither inf nor NaN saturate whatever is asked
+        q = np.where(a > top, top, q)
+    else:
+        q = np.where(over, np.inf if fmt.has_inf else np.nan, np.where(a > top, top, q))
+    q = np.where(np.isnan(a), np.nan, q)  # NaN stays NaN (float32 carries it, whatever the format)
+    if not fmt.signed:
+        return np.where(x <= 0, np.nan, q)
+    return np.copysign(q, x)
+
+
+def _grid(fmt) -> np.ndarray:
+    """The format's finite non-negative values in code order (zero first where it has one)."""
+    v = fmt.values().astype(np.float64)
+    return np.unique(np.abs(v[np.isfinite(v)]))
+
+
+def _hard_float64s(fmt) -> np.ndarray:
+    """float64 values where a float32 detour goes wrong: every midpoint between neighbours of the format, the
+    midpoint nudged by 2**-40 and by one float64 step either way, the neighbours themselves nudged, values beyond
+    the largest one and beyond float32's range, float32-subnormal-sized values, zeros, infinities and NaN."""
+    g = _grid(fmt)
+    g = g[g > 0]
+    mids = (g[:-1] + g[1:]) / 2
+    over = g[-1] + (g[-1] - g[-2]) / 2
+    pts = np.concatenate([mids, [over], g])
+    nudged = [pts, pts * (1 + 2.0**-40), pts * (1 - 2.0**-40), np.nextafter(pts, np.inf), np.nextafter(pts, 0)]
+    extra = [0.0, np.inf, 3.5e38, 1e300, 2.0**-150, 3 * 2.0**-150, 2.0**-130 * (1 + 2.0**-40), 1e-300, np.nan]
+    x = np.concatenate([*nudged, extra])
+    x = x[x >= g[0] / 4] if fmt.bits <= 8 else x  # keep the far-below-subnormal tail short for tiny formats
+    x = np.concatenate([x, extra])
+    return np.concatenate([x, -x]) if fmt.signed else x
+
+
+TABLED = [f for f in FORMATS.values() if isinstance(f, FloatFormat) and f.bits <= 16]
+
+
+@pytest.mark.parametrize("fmt", TABLED, ids=lambda f: f.name)
+@pytest.mark.parametrize("saturate", [True, False])
+def test_float64_inputs_match_exact_rounding(fmt, saturate):
+    x = _hard_float64s(fmt)
+    if not fmt.signed:
+        x = x[x > 2.0**-128]  # E8M0: zero and the clamp region have their own table cases
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = quantize(x, fmt, saturate=saturate).astype(np.float64)
+    want = _exact_nearest(x, fmt, saturate)
+    bad = ~((got == want) | (np.isnan(got) & np.isnan(want)))
+    bad &= ~((got == 0) & (want == 0) & (np.signbit(got) == np.signbit(want)))
+    assert not bad.any(), list(zip(x[bad][:5], want[bad][:5], got[bad][:5]))
+
+
+def ml_dtypes_rounds_float64_once(fmt) -> bool:
+    """Whether this ml_dtypes casts float64 to ``fmt`` in one rounding (0.7 on) or through float32 (before):
+    told by behaviour, from the two values on either side of a tie that float32 turns into the tie itself."""
+    m = fmt.man_bits
+    probe = np.array([1 + 2.0**-(m + 1) + 2.0**-40, 1 + 2.0**-(m + 1) - 2.0**-40])
+    got = probe.astype(_ml(fmt)).astype(np.float64)
+    return bool(got[0] > 1 + 2.0**-(m + 1) and got[1] < 1 + 2.0**-(m + 1))
+
+
+@pytest.mark.parametrize("fmt", [f for f in SHARED if f.name != "fp32"], ids=lambda f: f.name)
+def test_float64_inputs_bit_exact_with_ml_dtypes(fmt):
+    """Against ml_dtypes' float64 cast where it rounds once; against its float32 route where it does not (the
+    float32 values are then the input, as that release rounds them)."""
+    x64 = _comparable(_hard_float64s(fmt), fmt)
+    x64 = x64[(np.abs(x64) >= 2.0**-126) | (x64 == 0) | ~np.isfinite(x64)] if not fmt.signed else x64
+    once = ml_dtypes_rounds_float64_once(fmt)
+    x = x64 if once else _comparable(x64.astype(np.float32), fmt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref = x.astype(_ml(fmt)).astype(np.float32)
+    got = quantize(x, fmt, saturate=False)
+    bad = ~_same(ref, got)
+    assert not bad.any(), (f"ml_dtypes {ml_dtypes.__version__} ({'one rounding' if once else 'through float32'})",
+                           list(zip(x[bad][:5], ref[bad][:5], got[bad][:5])))
+
+
+def test_the_probe_tells_the_two_ml_dtypes_behaviours_apart():
+    """The probe reads the behaviour, not a version string: here, faked both ways on the same release."""
+    e4m3 = get_format("e4m3")
+    assert isinstance(ml_dtypes_rounds_float64_once(e4m3), bool)
+    x = np.array([1 + 2.0**-4 + 2.0**-40])
+    through_float32 = x.astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)[0]
+    assert through_float32 == 1.0  # what ml_dtypes before 0.7 gave for the float64 cast
+    assert quantize(x, "e4m3")[0] == 1.125 != through_float32
+
+
+def test_round_to_odd_narrowing():
+    from scaledl.numerics.quantize import narrow_to_float32
+
+    x = np.array([1 + 2.0**-4 + 2.0**-40, 1 + 2.0**-4 - 2.0**-40, 1.0625, -(1 + 2.0**-30), 1e300, -1e300, np.inf,
+                  -0.0, np.nan, 2.0**-160, 3.0 * 2.0**-149 + 2.0**-170])
+    r = narrow_to_float32(x, "e4m3")
+    up, down, one = np.float32(1.0625), np.float32(1.0625), np.float32(1.0)
+    assert r[0] == np.nextafter(up, np.float32(2)) and r[1] == np.nextafter(down, one)  # odd, toward zero
+    assert r[2] == up  # exact: untouched (its last bit is 0, and stays so)
+    assert r[3] == -np.nextafter(one, np.float32(2))  # truncated toward zero, last bit set
+    fmax = np.finfo(np.float32).max
+    assert r[4] == fmax and r[5] == -fmax and np.isposinf(r[6])  # beyond range: the largest (odd) value
+    assert r[7] == 0 and np.signbit(r[7]) and np.isnan(r[8])
+    tiny = np.float32(2.0**-149)
+    assert r[9] == tiny and r[10] == 3 * tiny  # below the smallest subnormal: odd is the smallest one
+    assert (narrow_to_float32(x, "fp32")[:2] == x[:2].astype(np.float32)).all()  # fp32: the plain cast
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_wide_integer_inputs_are_rounded_once(dtype):
+    x = np.array([2**24 + 1, -(2**24 + 1), 2**25 + 3], dtype=dtype)  # not float32 values
+    np.testing.assert_array_equal(quantize(x, "bf16"), quantize(x.astype(np.float64), "bf16"))
+    assert quantize(np.array([2**24 + 2**16 + 1], np.int64), "bf16")[0] == 2**24 + 2**17  # one rounding: up
+
+
+def test_float64_with_a_scale_divides_in_float64():
+    x = np.array([(1 + 2.0**-4 + 2.0**-40) * 3])
+    assert quantize(x, "e4m3", scale=3.0)[0] == np.float32(1.125) * np.float32(3)
 
 
 # Exact cases, one per line: (format, input, expected)

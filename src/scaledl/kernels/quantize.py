@@ -42,7 +42,7 @@ import scaledl.device  # noqa: F401  (takes the backend decision before numba.cu
 from numba import cuda
 
 from scaledl.numerics.formats import FloatFormat, get_format
-from scaledl.numerics.quantize import check_scale
+from scaledl.numerics.quantize import check_scale, exact_in_float32, narrow_to_float32
 
 __all__ = ["quantize_reference", "quantize_v1_arith", "quantize_v2_pow2", "quantize_v3_four", "VARIANTS",
            "ELEMENTS_PER_TRIP", "launch_config", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
@@ -226,8 +226,10 @@ def quantize_into(x, out, fmt, *, scale: float = 1.0, saturate: bool = True, thr
 
 def quantize_gpu(x, fmt, *, scale: float = 1.0, saturate: bool = True, threads: int = THREADS_PER_BLOCK,
                  variant: str = "four"):
-    """Quantize a float32 array with a quantize kernel (v3, :func:`quantize_v3_four`, by default); returns a
-    float32 array of ``x``'s shape.
+    """Quantize an array with a quantize kernel (v3, :func:`quantize_v3_four`, by default); returns a float32
+    array of ``x``'s shape. A float64 input is rounded once, as by the reference: divided by ``scale`` in float64
+    and narrowed to float32 by rounding to odd on the host (:func:`scaledl.numerics.quantize.narrow_to_float32`),
+    then rounded to the format by the kernel.
 
     Raises:
         ValueError: a format the kernel does not handle (integers, logarithmic, E8M0), a bad scale, or an
@@ -236,8 +238,18 @@ def quantize_gpu(x, fmt, *, scale: float = 1.0, saturate: bool = True, threads: 
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not a quantize kernel; expected one of {tuple(VARIANTS)}")
     _launch_args(fmt, scale, saturate)  # a bad format or scale fails before any copy
-    x32 = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    arr = np.asarray(x)
+    if exact_in_float32(arr.dtype):
+        x32, s = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1), None
+    else:  # float64 (or a wide integer): divide in float64 and narrow to float32 rounded to odd, as the
+        # reference does, so that the kernel's one rounding is the value's one rounding (no double rounding)
+        s = check_scale(scale)
+        y = arr.astype(np.float64).reshape(-1)
+        x32 = narrow_to_float32(y if s == 1.0 else y / np.float64(s), fmt)
     # Poison the output: an element the kernel never writes stays NaN and fails any comparison.
     out = np.full(x32.shape, np.nan, dtype=np.float32)
-    quantize_into(x32, out, fmt, scale=scale, saturate=saturate, threads=threads, variant=variant)
+    quantize_into(x32, out, fmt, scale=scale if s is None else 1.0, saturate=saturate, threads=threads,
+                  variant=variant)
+    if s is not None and s != 1.0:
+        out = (out * s).astype(np.float32)
     return out.reshape(np.shape(x))

@@ -4,8 +4,14 @@
 value of ``fmt`` (ties to even) or, with ``rounding="stochastic"``, to one of the two neighbours with
 probabilities that make the result unbiased. Conventions:
 
-* Inputs are taken as float32 first (float64 inputs are rounded to float32 once), exactly as ml_dtypes casts,
-  so round-to-nearest-even agrees bit for bit with ``x.astype(ml_dtypes.<type>)`` for every value in range.
+* Every input is rounded **once**, whatever its dtype: float32 (or what float32 holds exactly: float16,
+  bfloat16, int16) from its float32 bits; float64 (or int32, int64) divided by ``scale`` in float64 and rounded
+  from that value. Rounding to float32 first would be a *double rounding*: 1 + 2**-4 + 2**-40 rounds to 1.125
+  in E4M3, but float32 makes it 1 + 2**-4, the tie, which goes to even, 1.0. ml_dtypes cast float64 through
+  float32 before release 0.7; from 0.7 it rounds once. The float64 path narrows to float32 *rounded to odd*
+  (:func:`narrow_to_float32`), which leaves a second rounding correct. So round-to-nearest-even agrees bit for
+  bit with ``x.astype(ml_dtypes.<type>)`` for every value in range: float32 inputs with every ml_dtypes release,
+  float64 inputs with 0.7 on.
 * Out-of-range values (and infinities) saturate to ``±max_value`` by default. With ``saturate=False`` they
   become what a plain cast gives: inf where the format has inf (E5M2, fp16, ...), NaN where it has only NaN
   (E4M3, E8M0); formats with neither (FP6, FP4, integers, logarithmic) saturate anyway, as ml_dtypes does.
@@ -39,7 +45,8 @@ from numba import njit
 
 from scaledl.numerics.formats import FloatFormat, IntFormat, LogFormat, get_format
 
-__all__ = ["quantize", "encode", "decode", "round_to_values", "check_scale", "ROUNDINGS"]
+__all__ = ["quantize", "encode", "decode", "round_to_values", "check_scale", "narrow_to_float32", "exact_in_float32",
+           "ROUNDINGS"]
 
 ROUNDINGS = ("nearest", "stochastic", "nearest_exponent")  # the last one for logarithmic formats only
 _F32_NAN_BITS = 0x7FC00000
@@ -73,13 +80,50 @@ def check_scale(scale, x_shape=None) -> np.ndarray:
     return s.astype(np.float32)
 
 
-def _as_float32(x) -> np.ndarray:
+def _as_real(x) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype.kind == "c":
         raise TypeError(f"x must be real; got a complex array ({arr.dtype})")
     if arr.dtype.kind not in "fiub" and arr.dtype.kind != "V":
         raise TypeError(f"x must be a real numeric array, got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    return arr
+
+
+def exact_in_float32(dtype) -> bool:
+    """Whether float32 holds every value of ``dtype`` exactly (float16, bfloat16, the 8-bit floats, int16, bool),
+    so that taking such an input as float32 rounds nothing. float64, int32 and int64 are not."""
+    return bool(np.can_cast(np.dtype(dtype), np.float32, casting="safe"))
+
+
+def narrow_to_float32(y, fmt) -> np.ndarray:
+    """float64 values ``y`` as float32 values that round onto ``fmt``'s grid exactly as ``y`` itself does.
+
+    A plain cast would round twice: a value just off a tie can land on it in float32. Rounding *to odd* (toward
+    zero, with the last bit set whenever anything was dropped) keeps a tie a tie and a value on its side of one
+    for every format at least two bits narrower than float32 (Boldo and Melquiond, "Emulation of FMA and
+    correctly rounded sums: proved algorithms using rounding to odd", IEEE Transactions on Computers 57(4),
+    2008); fp32 itself gets the plain cast, its one rounding. Infinities, NaN and signed zeros pass through;
+    values beyond float32's range become its largest value, still above every narrower format's.
+
+    >>> x = np.array([1 + 2.0**-4 + 2.0**-40])  # just above E4M3's tie between 1.0 and 1.125
+    >>> x.astype(np.float32).tolist(), narrow_to_float32(x, "e4m3").view(np.uint32).tolist()  # the tie; above it
+    ([1.0625], [1065877505])
+    """
+    spec = get_format(fmt)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    with np.errstate(over="ignore"):  # beyond float32's range: inf here, the largest value below
+        r = y.astype(np.float32)  # round to nearest: at most one float32 step off the value toward zero
+    if isinstance(spec, FloatFormat) and spec.man_bits > 21:
+        return r
+    back = r.astype(np.float64)
+    inexact = back != y  # False for NaN (NaN != NaN is True, hence the mask below) and for infinities
+    inexact &= ~np.isnan(y)
+    if not np.any(inexact):
+        return r
+    bits = r.view(np.uint32)
+    bits[inexact & (np.abs(back) > np.abs(y))] -= 1  # rounded away from zero: one step back (inf -> max)
+    bits[inexact] |= 1
+    return r
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -254,12 +298,31 @@ def quantize(x, fmt, *, scale=1.0, rounding: str = "nearest", saturate: bool = T
     _check_rounding(rounding)
     if rounding == "nearest_exponent" and not isinstance(spec, LogFormat):
         raise ValueError(f"rounding 'nearest_exponent' is for logarithmic formats (lnsI.F), got fmt {spec.name!r}")
-    x32 = _as_float32(x)
-    s = check_scale(scale, x32.shape)
+    q, s, unit = _on_grid(x, spec, scale, rounding, saturate, rng)
+    return q if unit else (q * s).astype(np.float32)
+
+
+def _on_grid(x, spec, scale, rounding, saturate, rng):
+    """``(Q(x / scale), scale as float32, whether scale is 1)``: the rounding ``quantize`` and ``encode`` share.
+
+    ``x / scale`` is one float32 division for float32 inputs and one float64 division for wider ones; either way
+    it is then rounded once onto the grid (see the module docstring).
+    """
+    arr = _as_real(x)
+    s = check_scale(scale, arr.shape)
     unit = s.ndim == 0 and s == 1.0
-    xs = x32 if unit else np.ascontiguousarray(x32 / s, dtype=np.float32)
+    if exact_in_float32(arr.dtype):
+        xs = np.ascontiguousarray(arr, dtype=np.float32)
+        if not unit:
+            xs = np.ascontiguousarray(xs / s, dtype=np.float32)
+    else:  # float64 and wider integers: the quotient in float64, rounded once from there
+        xs = np.asarray(arr, dtype=np.float64)
+        if not unit:
+            xs = xs / s.astype(np.float64)
     if isinstance(spec, FloatFormat):
         if rounding == "nearest":
+            if xs.dtype != np.float32:
+                xs = narrow_to_float32(xs, spec)
             q = _round_float(xs, spec, saturate)
         else:
             q = _stochastic_float(xs, spec, saturate, _rng(rng))
@@ -267,7 +330,7 @@ def quantize(x, fmt, *, scale=1.0, rounding: str = "nearest", saturate: bool = T
         q = _round_int(xs, spec, rounding, _rng(rng) if rounding == "stochastic" else None)
     else:
         q = _round_log(xs, spec, rounding, rng)
-    return q if unit else (q * s).astype(np.float32)
+    return q, s, unit
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -289,8 +352,7 @@ def encode(x, fmt, *, scale=1.0, saturate: bool = True) -> np.ndarray:
         ValueError: ``fmt`` is not a float of at most 8 bits, or NaN is given for a format without NaN.
     """
     spec = _small_float(fmt)
-    x32 = _as_float32(x)
-    q = quantize(x32 / check_scale(scale, x32.shape), spec, saturate=saturate)
+    q, _, _ = _on_grid(x, spec, scale, "nearest", saturate, None)
     nan = np.isnan(q)
     if np.any(nan) and not spec.has_nan:
         raise ValueError(f"x: NaN has no code in {spec.name}, which has no NaN")
