@@ -27,7 +27,7 @@ help:
 	@echo "make lab-authors    open JupyterLab on the repository itself (to change the book's notebooks)"
 	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
 	@echo "make test-fast      the inner loop: tests/unit and tests/sim only (no notebooks, grading or browser)"
-	@echo "make test-compat    the lowest supported dependencies, and Colab's GPU image (tests/compat/run.py)"
+	@echo "make test-compat    the lowest supported dependencies, Colab's GPU image and the newest releases (tests/compat/run.py)"
 	@echo "make test-cluster   MPI across an emulated cluster of network namespaces (root; CI runs it)"
 	@echo "make test-scale     grading at class scale: Gradescope's setup.sh and run_autograder, 300 notebooks"
 	@echo "make test-unit      tests/ only (no notebooks)"

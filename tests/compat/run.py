@@ -9,9 +9,15 @@ Two fresh virtual environments under ``.venv-compat/`` (kept between runs; pip's
     the packages Google Colab's GPU image preinstalls (``compat/colab-gpu-*.txt``, dated), then the book's wheel
     installed as a notebook's setup cell does (``pip install <the package>``, no constraints). The install must
     add packages only: an image package it upgrades or downgrades fails the run, naming it. Then chapters 00
-    and 04 and lab 02 run on the simulator under nbval with the image's IPython, ipykernel and ipywidgets.
+    and 04 and lab 02 run on the simulator under nbval with the image's IPython, ipykernel and ipywidgets, and
+    the dependency-drift probes run on the image's ml_dtypes, NumPy and numba-cuda.
+``newest``
+    the newest release of every dependency pinned by a floor only (ml_dtypes, NumPy, Numba, numba-cuda), taken
+    on purpose (``pip install --upgrade``), whatever an older ``.venv`` holds: the dependency-drift probes
+    (tests/unit/test_dependency_drift.py, tests/sim/test_simulator_drift.py), the number-format and quantize
+    tests, and chapter 07 under nbval. A release that changes what the book prints fails here by name.
 
-Usage: ``python tests/compat/run.py [lowest|hosted|all]``; ``colab-pins FREEZE`` regenerates the pin file from a
+Usage: ``python tests/compat/run.py [lowest|hosted|newest|all]``; ``colab-pins FREEZE`` regenerates the pin file from a
 ``pip-freeze.gpu.txt`` of googlecolab/backend-info.
 """
 
@@ -35,6 +41,9 @@ NBVAL = ["--nbval", "--nbval-sanitize-with", "tests/notebooks/sanitize.cfg", "--
 TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3.5", "nbval>=0.11", "hypothesis>=6.100", "import-linter>=2.17", "ruff>=0.6",
               "ipykernel==6.29.0", "nbclient==0.10.0", "nbformat==5.10.0"]
 PIP = ["-m", "pip", "--disable-pip-version-check", "--quiet"]
+# The runtime dependencies pyproject.toml pins by floor only whose releases change what the book prints.
+FLOATING = ["ml_dtypes", "numpy", "numba", "numba-cuda"]
+DRIFT_TESTS = ["tests/unit/test_dependency_drift.py", "tests/sim/test_simulator_drift.py"]
 
 
 def colab_file() -> Path:
@@ -120,13 +129,27 @@ def hosted() -> None:
     run([py, *PIP, "install", "pytest>=8", "nbval>=0.11"])
     # the notebooks import the installed wheel, not src/: run from a copy of the tree without src/
     with tempfile.TemporaryDirectory() as tree:
-        for rel in [*NOTEBOOKS, "tests/notebooks/sanitize.cfg"]:
+        for rel in [*NOTEBOOKS, "tests/notebooks/sanitize.cfg", *DRIFT_TESTS, "tests/drift.py"]:
             dest = Path(tree) / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes((ROOT / rel).read_bytes())
         run([py, "-c", "import scaledl, sys; assert 'site-packages' in scaledl.__file__, scaledl.__file__"],
             cwd=tree)
         run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *NOTEBOOKS, *NBVAL], env=pytest_env(), cwd=tree)
+        run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-o", "addopts=", *DRIFT_TESTS], env=pytest_env(),
+            cwd=tree)
+
+
+def newest() -> None:
+    py = venv("newest")
+    run([py, *PIP, "install", "--upgrade", "-e", ".[lab]", *FLOATING, "pytest>=8", "nbval>=0.11",
+         "hypothesis>=6.100"])
+    got = freeze(py)
+    print("newest releases: " + ", ".join(f"{n} {got.get(re.sub(r'[-_.]+', '-', n).lower())}" for n in FLOATING),
+          flush=True)
+    run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *DRIFT_TESTS, "tests/unit/test_numerics_quantize.py",
+         "tests/unit/test_numerics_formats.py", "tests/sim/test_quantize_kernel.py",
+         "chapters/07_number_systems.ipynb", *NBVAL], env=pytest_env())
 
 
 def colab_pins(freeze_file: str) -> None:
@@ -143,10 +166,10 @@ def main(argv: list[str]) -> int:
     if what == "colab-pins":
         colab_pins(argv[1])
         return 0
-    if what not in ("lowest", "hosted", "all"):
-        raise SystemExit(f"what: expected lowest, hosted, all or colab-pins, got {what!r}")
+    if what not in ("lowest", "hosted", "newest", "all"):
+        raise SystemExit(f"what: expected lowest, hosted, newest, all or colab-pins, got {what!r}")
     failed = []
-    for step in (["lowest", "hosted"] if what == "all" else [what]):
+    for step in (["lowest", "hosted", "newest"] if what == "all" else [what]):
         start = time.monotonic()
         try:
             globals()[step]()
