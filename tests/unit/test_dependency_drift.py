@@ -103,7 +103,7 @@ PROBES = [
      {"ml_dtypes 0.5.1 to 0.7.0": "08b7ee3ff27c608b"}),
     ("ml_dtypes", "float64 casts just off a tie", probe_ml_dtypes_float64_casts,
      "nothing printed (quantize rounds float64 once itself); chapter 07 says which releases round once",
-     {"through float32 first (ml_dtypes 0.5.1 to 0.6.0)": "d9f3a51a889db2ae",
+     {"through float32 first (ml_dtypes 0.5.1 to 0.6.0)": "adb044a3fa3b3057",
       "one rounding (ml_dtypes 0.7.0)": "fa93ac08d458bcb1"}),
     ("ml_dtypes", "finfo of every type", probe_ml_dtypes_finfo,
      "chapter 07's format table (scaledl's specs are checked against finfo)",
