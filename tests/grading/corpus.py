@@ -13,7 +13,7 @@ Three families:
   effect), a renamed answer cell (graded all the same), the notebook of another lab (REJECTED);
 - **harm**, on lab03 (the fastest): writing the instructor's files (submissions, solution, feedback, the
   package), printing the environment, killing the grader, a detached ``setsid`` process that rewrites
-  ``grades.csv`` later, forked children, an endless loop, 52 MB of output, JavaScript in outputs, ``print(In)``,
+  ``grades.csv`` later, forked children, 52 MB of output, JavaScript in outputs, ``print(In)``,
   a memory hog, a duplicate upload, an unreadable file;
 - **lab-specific**: lab04 Task 2.1 answered without a kernel, lab05's ring that deadlocks under MPI and the
   library's own ring (`scaledl.comm.mpi.ring_allreduce`).
@@ -216,8 +216,6 @@ def harm(folder: Path, *, targets: dict[str, str], grades_csv: str) -> dict[str,
         f"    except Exception as e:\n        print('could not write', _p, type(e).__name__)\n"
         f"    try:\n        print('read', len(open(_p).read()))\n    except Exception as e:\n"
         f"        print('could not read', _p, type(e).__name__)" for p in targets)
-    order = list(pts)
-    loop = handed_in(sol, ("    c = a.mean()\n    history = [c]\n", "    while True:\n        pass\n"))
     cases = {
         "writer": (with_cell(base, write_all, at="end"), Expect(full)),
         "envleak": (with_cell(base, "import os\nprint(dict(os.environ))\nprint(open('/proc/1/environ', 'rb').read())",
@@ -245,8 +243,6 @@ def harm(folder: Path, *, targets: dict[str, str], grades_csv: str) -> dict[str,
                                    "os.symlink('/etc/passwd', 'grade/outputs/task_1_1.json')\n"
                                    "os.kill(os.getppid(), signal.SIGKILL)", at="end"),
                    Expect(full - pts["task_1_1"], "REVIEW", lost=("task_1_1",))),
-        "loop": (loop, Expect(sum(pts[t] for t in order[:order.index("task_2_1")]), "TIMEOUT",
-                              lost=tuple(order[order.index("task_2_1"):]))),
         "flood": (with_cell(base, "import sys\nfor _ in range(52):\n"
                                   "    sys.stdout.write('x' * (1 << 20))\nprint('done')",
                             at="end"), Expect(full)),
@@ -274,6 +270,19 @@ def harm(folder: Path, *, targets: dict[str, str], grades_csv: str) -> dict[str,
     (folder / "garbage.ipynb").write_text("this is not a notebook {")
     out["garbage"] = Expect(0, "REJECTED", lost=tuple(pts))
     return out
+
+
+def endless(folder: Path) -> tuple[str, tuple[str, ...]]:
+    """lab03's endless loop (inside Task 2.1's answer) written into ``folder``: its name, and the tasks it must
+    lose whatever the machine's speed (those from Task 2.1 on, whose hidden tests never run). A run that hits its
+    time limit is judged by its status: how many earlier tasks finish first depends on the machine, so
+    tests/grading/test_hostile.py grades it on its own, with a short limit, and does not count them."""
+    lab = HARM_LAB
+    order = list(points(lab))
+    loop = handed_in(solution(lab), ("    c = a.mean()\n    history = [c]\n", "    while True:\n        pass\n"))
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    nbformat.write(loop, Path(folder) / "loop.ipynb")
+    return "loop", tuple(order[order.index("task_2_1"):])
 
 
 def build(lab, folder, *, targets=None, grades_csv=None) -> dict[str, Expect]:

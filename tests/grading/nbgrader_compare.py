@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 import corpus  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
-TIMEOUT_S = {"lab03": 60, "lab04": 150, "lab05": 150, "lab06": 150}  # as tests/grading/test_hostile.py
+TIMEOUT_S = {"lab03": 150, "lab04": 150, "lab05": 150, "lab06": 150}  # as tests/grading/test_hostile.py
 MARKER = "NBGRADER_COMPARE_TOKEN"
 MAX_RUNS = 6  # autograde reruns after crashes, at most
 
@@ -212,6 +212,10 @@ def grade_lab(lab: str, work: Path, token: str) -> dict:
                    str(peer): "student 'solution''s submission, in the nbgrader course"}
         previous_csv.write_text("student,total\nsomeone,7\n")
     expected = corpus.build(lab, cases, targets=targets or None, grades_csv=str(previous_csv))
+    if lab == corpus.HARM_LAB:  # the endless loop too (test_hostile.py grades it in a batch of its own)
+        name, lost = corpus.endless(cases)
+        pts = corpus.points(lab)
+        expected[name] = corpus.Expect(sum(v for t, v in pts.items() if t not in lost), "TIMEOUT", lost=lost)
     how = submit(lab, cases, course)
     students = sorted(how)
     make_course(lab, course, env, students)

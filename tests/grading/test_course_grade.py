@@ -115,7 +115,7 @@ def test_cli_grade(tmp_path, box):
     (tmp_path / "subs").mkdir()
     nbformat.write(nbformat.read(BOOK.path(lab.file), as_version=4), tmp_path / "subs" / "s.ipynb")
     run = subprocess.run([sys.executable, "-m", "scaledl", "course", "grade", str(tmp_path / "subs"), "--lab",
-                          "lab03", "--out", str(tmp_path / "o"), "--timeout", "60", "--sandbox", box.level,
+                          "lab03", "--out", str(tmp_path / "o"), "--timeout", "150", "--sandbox", box.level,
                           "--seed", "3"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert read_csv(tmp_path / "o" / "grades.csv")["s"]["total"] == "0"

@@ -70,7 +70,7 @@ def root(box):
     try:
         start = time.perf_counter()
         made = subprocess.run([sys.executable, "-m", "scaledl", "course", "gradescope", LAB, "--out", str(base),
-                               "--timeout", "60"], capture_output=True, text=True, timeout=600)
+                               "--timeout", "150"], capture_output=True, text=True, timeout=600)
         TIMES["build the zip"] = time.perf_counter() - start
         assert made.returncode == 0, made.stderr[-3000:]
         top = GZ.unpack(base / f"{LAB}-gradescope.zip", base / "autograder")

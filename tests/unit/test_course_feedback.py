@@ -398,11 +398,15 @@ def test_the_task_name_is_taken_off_its_own_messages_only(message, shown):
 
 
 def test_a_markdown_cell_cannot_stall_the_grader():
-    """markdown-it-py 3 parses a run of reference definitions in quadratic time (20 s for 20,000 characters):
-    they are not parsed; and past MARKDOWN_PAGE_CHARS a page shows markdown as plain text."""
-    start = time.perf_counter()
+    """markdown-it-py 3 parses a run of reference definitions in quadratic time (1.7 s for 800 of them, 8 s for
+    1,600, on two idle cores): the feedback's renderer has that rule off, so they stay text; and past
+    MARKDOWN_PAGE_CHARS a page shows markdown as plain text. Checked by what the renderer is and does, not by
+    a clock, so no machine's speed decides the outcome."""
+    from scaledl.course import feedback as F
+
+    assert "reference" not in F._MARKDOWN.get_active_rules()["block"]
     text = render([new_markdown_cell("[x]: http://evil.example\n" * 800), new_markdown_cell("![[a](" * 3_000)])
-    assert time.perf_counter() - start < 5
+    assert "[x]: http://evil.example" in text  # shown as text, not parsed into a definition
     assert_inert(text)
     cells = [new_markdown_cell("*a*" + "x" * 9_000) for _ in range(MARKDOWN_PAGE_CHARS // 9_000 + 5)]
     text = render(cells, cap_bytes=10_000_000)
@@ -427,7 +431,7 @@ def test_a_print_loop_of_many_small_chunks_is_joined_in_linear_time():
     nb = {"cells": [{"cell_type": "code", "source": "for i in range(N): print(i)", "outputs": outputs}]}
     start = time.perf_counter()  # plain dicts: nbformat's constructors validate, and take a minute here
     text = page(lab="lab03", student="ada", status="finished", rows=ROWS, nb=nb)
-    assert time.perf_counter() - start < 10  # joining pairwise took minutes
+    assert time.perf_counter() - start < 30  # 0.3 s on two idle cores; joining pairwise took minutes
     assert len(text.encode("utf-8")) < 2_000_000 and "0\n1\n2\n" in text and "more characters not shown" in text
 
 

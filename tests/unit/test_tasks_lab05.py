@@ -12,7 +12,6 @@ import importlib.util
 import itertools
 import os
 import re
-import time
 
 import networkx as nx
 import numpy as np
@@ -303,10 +302,9 @@ def test_task_2_1_times_out_a_deadlocking_ring_and_leaves_no_rank_running():
     # the whole limit stays the grader's 40 s (start-up on a loaded machine); the ranks are cut 3 s after they
     # have all started, not 15, since this ring never finishes and its ranks spin while they wait
     inp["call_timeout_s"] = 3.0
-    started = time.perf_counter()
     out = _produce("task_2_1", {"ring_allreduce_mpi": send_then_recv}, inp)
-    assert time.perf_counter() - started < 38, "the whole 40 s limit ran out: the call limit did not cut it short"
     assert out["status"] == "timeout"
+    assert out["limit"] == "call", "the whole 40 s limit ran out: the call limit did not cut it short"
     assert "got_l0_r0" in out and "got_l2_r0" not in out  # small messages went through (buffered)
     _rejects("task_2_1", inp, out, r"^Task 2.1: timed out \(deadlock\?\): no result within 3 s of the ranks "
                                    r"starting \(40 s in all\).*Sendrecv")

@@ -231,15 +231,16 @@ def check_mpi_allreduce(function, *, ranks=(2, 3), lengths=(1, 7, 100_003), time
                                          lengths=tuple(int(n) for n in lengths), shown=MAX_SHOWN,
                                          time_length=int(time_bytes) // 4, repeats=int(repeats),
                                          ready=str(Path(folder) / "ranks.ready")))
-        limit = f"{timeout_s:g} s" if call_timeout_s is None else f"{call_timeout_s:g} s of the ranks starting"
         for p in ranks:
             (Path(folder) / "ranks.ready").unlink(missing_ok=True)
             try:
                 out = launch(p, [str(driver)], timeout_s=timeout_s, ready_file=Path(folder) / "ranks.ready",
                              call_timeout_s=call_timeout_s, hosts=where)
-            except TimeoutError:
+            except TimeoutError as err:  # launch names the limit that cut the run: the call's or the whole one
+                within = re.search(r"did not finish within (.+?) \(", str(err))
                 result.passed = False
-                result.lines.append(f"FAIL p = {p}: no result within {limit}: the ranks deadlocked")
+                result.lines.append(f"FAIL p = {p}: no result within {within.group(1) if within else timeout_s}: "
+                                    f"the ranks deadlocked")
                 hints.append(_text("lab05", "deadlock"))
                 continue
             except RuntimeError as err:

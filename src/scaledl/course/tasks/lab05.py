@@ -136,7 +136,7 @@ def _mpi_produce(ns, inp):
     call_s = inp.get("call_timeout_s")
     run = call_on_ranks(f, xs, timeout_s=float(inp["timeout_s"]),
                         call_timeout_s=None if call_s is None else float(call_s))
-    out = {"status": run.status, "log": run.log}
+    out = {"status": run.status, "log": run.log, "limit": run.limit or ""}
     for i, row in enumerate(run.results):
         for r, got in enumerate(row):
             if got is not None:

@@ -72,6 +72,7 @@ class MPIRun:
     status: str
     log: str = ""
     results: list[list[np.ndarray | None]] = field(default_factory=list)
+    limit: str | None = None  # for a "timeout": which limit cut it, "call" or "whole" (scaledl._deadline)
 
 
 def function_source(function) -> str:
@@ -106,7 +107,7 @@ def kill_tree(proc: subprocess.Popen) -> None:
 
 
 def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float,
-              call_timeout_s: float | None = None) -> tuple[str, str]:
+              call_timeout_s: float | None = None) -> tuple[str, str, str | None]:
     """Run ``mpiexec -n p python -m mpi4py script`` in ``folder``; (status, the tail of its output).
 
     ``python -m mpi4py`` turns an exception in one rank into ``MPI_Abort``, so the others do not wait for it
@@ -130,14 +131,15 @@ def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float,
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=folder,
                                 env=env, start_new_session=True)
-        deadline, status = Deadline(timeout_s, folder / READY_FILE, call_timeout_s), None
+        deadline, status, limit = Deadline(timeout_s, folder / READY_FILE, call_timeout_s), None, None
         try:
             while status is None:
                 try:
                     proc.wait(timeout=POLL_s)
                     status = "ok" if proc.returncode == 0 else "error"
                 except subprocess.TimeoutExpired:
-                    if deadline.passed() is not None:
+                    limit = deadline.passed()
+                    if limit is not None:
                         status = "timeout"
         except BaseException:  # KeyboardInterrupt in the notebook: leave no rank behind either
             kill_tree(proc)
@@ -145,7 +147,7 @@ def run_ranks(p: int, script: Path, *, folder: Path, timeout_s: float,
         if status == "timeout":
             kill_tree(proc)
     text = log_path.read_text(encoding="utf-8", errors="replace")
-    return status, text[-LOG_CHARS:]
+    return status, text[-LOG_CHARS:], limit
 
 
 def call_on_ranks(function, inputs: list[list[np.ndarray]], *, timeout_s: float,
@@ -173,7 +175,7 @@ def call_on_ranks(function, inputs: list[list[np.ndarray]], *, timeout_s: float,
         script = folder / "driver.py"
         script.write_text(_DRIVER.format(folder=str(folder), module=_MODULE, function=function.__name__,
                                          calls=len(inputs), ready=str(folder / READY_FILE)), encoding="utf-8")
-        status, log = run_ranks(p, script, folder=folder, timeout_s=timeout_s, call_timeout_s=call_timeout_s)
+        status, log, limit = run_ranks(p, script, folder=folder, timeout_s=timeout_s, call_timeout_s=call_timeout_s)
         results = []
         for c in range(len(inputs)):
             row = []
@@ -181,6 +183,6 @@ def call_on_ranks(function, inputs: list[list[np.ndarray]], *, timeout_s: float,
                 path = folder / f"got_c{c}_r{r}.npy"
                 row.append(np.load(path, allow_pickle=False) if path.is_file() else None)
             results.append(row)
-        return MPIRun(status, log, results)
+        return MPIRun(status, log, results, limit)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
