@@ -188,3 +188,68 @@ def test_no_answer_key_cell_of_the_real_book_holds_an_exercise():
     problems = [p for rel in notebooks_on_disk(book.root)
                 for p in check_answer_keys(nbformat.read(book.path(rel), as_version=4), rel)]
     assert problems == [], "\n".join(problems)
+
+
+# -- Answer code: every code cell of an exercises section is tagged and folded -------------------------------
+
+def _copy_of_the_book(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared tracked module
+    from tracked import copy_tracked
+
+    root = tmp_path / "book"
+    copy_tracked(root, "book.toml", "chapters", "labs")
+    return root
+
+
+CH19 = "chapters/19_gpus_clusters_accelerators.ipynb"  # its "## Exercises" heading is not a cell's first line
+
+
+def test_an_unfolded_answer_code_cell_planted_in_a_copy_of_a_chapter_fails_the_check(tmp_path):
+    from scaledl.book import journey
+    from scaledl.book.site import for_the_site
+    from scaledl.book.student_copy import student_version
+
+    root = _copy_of_the_book(tmp_path)
+    assert check_book(load(root)) == []                               # the copy passes as the book does
+    nb = nbformat.read(root / CH19, as_version=4)
+    prompt = next(i for i, c in enumerate(nb.cells) if c.source.startswith("**Exercise 2.**"))
+    planted = new_code_cell("print(99 * 7)  # the answer's number, in plain sight")
+    planted.outputs = [new_output("stream", name="stdout", text="693\n")]
+    nb.cells.insert(prompt + 1, planted)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    for n, cell in enumerate(code, 1):                                # as one run top to bottom numbers them
+        cell.execution_count = n
+    nbfile.write(nb, root / CH19)
+    problems = check_book(load(root))
+    assert problems == [f"{CH19}: code cell {prompt + 1} computes exercise answers but is not tagged 'answer-code' "
+                        f"(the site and the students' copy leave such cells out); run `scaledl book journey "
+                        f"--write 19`"], problems
+    # untagged, it is still left out of the static book and of a student's copy
+    assert "print(99 * 7)" not in nbformat.writes(for_the_site(nb, links=""))
+    assert "print(99 * 7)" not in nbformat.writes(student_version(nb))
+    # tagged but shown in full: still a problem
+    nb.cells[prompt + 1].metadata["tags"] = ["answer-code"]
+    nbfile.write(nb, root / CH19)
+    assert [p.split(":")[1] for p in check_book(load(root))] == [
+        f" code cell {prompt + 1} is tagged 'answer-code' but not folded"]
+    # the book's own tooling folds it, and the check passes again
+    book = load(root)
+    assert journey.write(book, book.resolve("19")) == [CH19]
+    assert check_book(load(root)) == []
+    cell = nbformat.read(root / CH19, as_version=4).cells[prompt + 1]
+    assert cell.metadata.jupyter == {"source_hidden": True, "outputs_hidden": True} and cell.metadata.collapsed
+    assert cell.source.startswith("# Numbers for the answers below (folded") and cell.outputs[0].text == "693\n"
+
+
+def test_an_answer_key_outside_an_exercises_section_fails_the_check(tmp_path):
+    root = _copy_of_the_book(tmp_path)
+    nb = nbformat.read(root / CH19, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "## Exercises" in c.source)
+    nb.cells[at].source = nb.cells[at].source.replace("## Exercises", "**Exercises**")  # the heading lost
+    nbfile.write(nb, root / CH19)
+    problems = check_book(load(root))
+    assert problems and all("is tagged 'answer-key' but no exercises heading" in p for p in problems), problems
+    assert len(problems) == sum("answer-key" in c.metadata.get("tags", []) for c in nb.cells)

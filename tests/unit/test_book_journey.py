@@ -44,7 +44,7 @@ def executed(title, solution=False):
     cell = new_code_cell(code, execution_count=1)
     cell.outputs = [new_output("stream", name="stdout", text="2\n")]
     nb.cells.append(cell)
-    nb.cells.append(new_markdown_cell("**Exercise 1.** Why 2?"))
+    nb.cells.append(new_markdown_cell("## Exercises\n\n**Exercise 1.** Why 2?"))
     nb.cells.append(new_markdown_cell("**Answer.** Because.", metadata={"tags": ["answer-key"]}))
     return nb
 
@@ -344,3 +344,34 @@ def test_every_answer_code_cell_of_the_real_book_is_folded():
                     found.append(f"{e.file}: cell {i}: {meta}, {first!r}")
                 folded += 1
     assert folded >= 13 and found == [], "\n".join(found)
+
+
+def test_an_exercises_section_runs_from_its_heading_on_any_line_to_the_next_heading_as_high():
+    from scaledl.book.answers import answer_code_cells, exercise_sections, headings
+
+    md, code = new_markdown_cell, new_code_cell
+    nb = new_notebook(cells=[
+        md("# 15 T"), code("lesson = 1"),
+        md("## Summary\n\n- a point\n\n## Exercises\n\n1. Why?"), code("print(1)"),            # chapter 15's cell
+        md("Answer", metadata={"tags": ["answer-key"]}),
+        md("```python\n# not a heading\n```\n### Computations behind the answers"), code("print(2)"),
+        md("2. And?\n\n## Where next"), code("after = 3"),                                   # closed by a ## heading
+        md("### Questions"), code("print(4)"), md("## More"), code("print(5)")])
+    assert headings(nb.cells[5].source) == [(3, "Computations behind the answers")]
+    assert exercise_sections(nb) == [False, False, False, True, True, True, True, True, False, False, True, True,
+                                     False]
+    assert answer_code_cells(nb) == [3, 6, 10]
+
+
+def test_the_site_and_the_students_copy_leave_out_the_code_of_a_labs_exercises():
+    from scaledl.book.site import for_the_site
+
+    nb = new_notebook(metadata={"kernelspec": nbfile.KERNELSPEC}, cells=[
+        new_markdown_cell("# Lab 1: X"), new_code_cell("task = 1"),
+        new_markdown_cell("**Question 1.** Why?"), new_markdown_cell("Because.", metadata={"tags": ["answer-key"]}),
+        new_code_cell("after_the_answer = 2"),              # a lab's task code may follow an answer: kept
+        new_markdown_cell("## Questions\n\n1. How many?"), new_code_cell("print('the number: 3')"),
+        new_markdown_cell("## Check before you hand in"), new_code_cell("check_before_hand_in()")])
+    for copy in (student_version(nb), for_the_site(nb, links="")):
+        sources = [c.source for c in copy.cells if c.cell_type == "code"]
+        assert sources == ["task = 1", "after_the_answer = 2", "check_before_hand_in()"], sources

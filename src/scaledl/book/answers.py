@@ -1,7 +1,10 @@
 """Folded answers: a chapter's ``answer-key`` markdown cells inside ``<details>`` (:func:`fold`), and the code
 cells that only compute the answers' numbers (tagged ``answer-code``) collapsed in JupyterLab, their first line
-saying so (:func:`fold_code`). :mod:`scaledl.book.journey` applies both to every chapter; students' copies leave
-the answers out (:mod:`scaledl.book.student_copy`)."""
+saying so (:func:`fold_code`). Which code cells those are follows from the chapter's structure: every code cell
+of its exercises section (:func:`exercise_sections`, :func:`answer_code_cells`). :mod:`scaledl.book.journey`
+applies both to every chapter and ``scaledl book check`` fails until it has; the static site and students' copies
+leave the answers out, answer code untagged or not (:func:`is_answer_code`, :mod:`scaledl.book.site`,
+:mod:`scaledl.book.student_copy`)."""
 
 from __future__ import annotations
 
@@ -48,17 +51,77 @@ def _tags(cell) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
 
 
+# A markdown heading line (ATX, as JupyterLab, GitHub and myst render it: up to three spaces, one to six "#",
+# then a space or the line's end) and the fence of a code block, inside which a "#" line is code, not a heading.
+HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
+FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def headings(source: str) -> list[tuple[int, str]]:
+    """The headings of markdown ``source`` as ``(level, text)``, in order, leaving out fenced code blocks.
+
+    >>> headings("Text\\n\\n## Exercises\\n\\n```python\\n# a comment\\n```\\n### Computations")
+    [(2, 'Exercises'), (3, 'Computations')]
+    """
+    found, fence = [], None
+    for line in source.splitlines():
+        opened = FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        m = HEADING.match(line)
+        if m:
+            found.append((len(m.group(1)), line.strip().lstrip("#").strip()))
+    return found
+
+
+def exercise_sections(nb) -> list[bool]:
+    """For each cell of ``nb``, whether it lies in an exercises section, the answer block of a chapter: from a
+    heading ``## Exercises`` or ``### Questions`` (:data:`EXERCISE_HEADING`), on any line of a markdown cell,
+    to the next heading of the same or a higher level (as many ``#`` or fewer) or the notebook's end. A lower
+    heading inside it ("### Computations behind the worked answers") does not end it. A cell is in the section
+    when the section is open where the cell starts: the markdown cell holding the heading is not, nor is the one
+    whose heading closes it.
+
+    Every code cell in it only computes exercises' answers (:func:`answer_code_cells`), and every ``answer-key``
+    cell of a chapter sits in one (``scaledl book check`` says so). A lab's task sections hold answer-key cells
+    followed by task code, so an answer-key cell alone opens no block.
+    """
+    inside, section = [], None  # section: the level of the open exercises heading
+    for cell in nb.cells:
+        inside.append(section is not None)
+        if cell.cell_type != "markdown":
+            continue
+        for level, text in headings(cell.source):
+            if section is not None and level <= section:
+                section = None
+            if section is None and EXERCISE_HEADING.match("#" * level + " " + text):
+                section = level
+    return inside
+
+
 def answer_code_cells(nb) -> list[int]:
-    """Indices of a chapter's code cells that only compute answers: every code cell after its exercises heading,
-    and any that opens with ``# Numbers for the answers``."""
-    found, in_exercises = [], False
-    for i, cell in enumerate(nb.cells):
+    """Indices of a notebook's code cells that only compute answers: every code cell in an exercises section
+    (:func:`exercise_sections`), and any that opens with ``# Numbers for the answers``."""
+    found = []
+    for i, (cell, inside) in enumerate(zip(nb.cells, exercise_sections(nb))):
         first = cell.source.lstrip().split("\n", 1)[0]
-        if cell.cell_type == "markdown" and EXERCISE_HEADING.match(first):
-            in_exercises = True
-        elif cell.cell_type == "code" and (in_exercises or ANSWER_CODE_FIRST_LINE.match(first)):
+        if cell.cell_type == "code" and (inside or ANSWER_CODE_FIRST_LINE.match(first)):
             found.append(i)
     return found
+
+
+def is_answer_code(nb) -> list[bool]:
+    """For each cell of ``nb``, whether the site and the students' copies leave it out as answer code: a code
+    cell tagged ``answer-code``, or one that :func:`answer_code_cells` finds (tagged or not, so a cell the
+    author forgot to tag never shows the answers' numbers)."""
+    found = set(answer_code_cells(nb))
+    return [cell.cell_type == "code" and (i in found or ANSWER_CODE_TAG in _tags(cell))
+            for i, cell in enumerate(nb.cells)]
 
 
 def answer_code_note(cells, i: int) -> str:

@@ -35,8 +35,8 @@ import nbformat
 
 from scaledl._args import UsageError
 from scaledl.book import nbfile
-from scaledl.book.answers import (ANSWER_CODE_TAG, ANSWER_KEY_TAG, _tags, answer_code_cells, answer_code_note, fold,
-                                  fold_code, is_folded, is_folded_code)
+from scaledl.book.answers import (ANSWER_CODE_TAG, ANSWER_KEY_TAG, _tags, answer_code_cells, answer_code_note,
+                                  exercise_sections, fold, fold_code, is_folded, is_folded_code)
 from scaledl.book.toc import Book, Entry
 
 INTRO_TAG = "book-intro"
@@ -264,9 +264,13 @@ def problems(nb, book: Book, entry: Entry, name: str | None = None) -> list[str]
             elif cells[i].cell_type != "markdown" or cells[i].source != source:
                 found.append(f"{name}: cell {i} ({tag!r}) is out of date with book.toml; {fix}")
     if entry.kind == "chapter":
-        for i, cell in enumerate(cells):
+        for i, (cell, in_exercises) in enumerate(zip(cells, exercise_sections(nb))):
             if cell.cell_type == "markdown" and ANSWER_KEY_TAG in _tags(cell) and not is_folded(cell.source):
                 found.append(f"{name}: cell {i} is tagged 'answer-key' but not folded in <details>; {fix}")
+            if cell.cell_type == "markdown" and ANSWER_KEY_TAG in _tags(cell) and not in_exercises:
+                found.append(f"{name}: cell {i} is tagged 'answer-key' but no exercises heading ('## Exercises' or "
+                             f"'## Questions') opens its section, so the code cells that compute its numbers are "
+                             f"not checked as answer code; put it under the chapter's exercises heading")
         for i in answer_code_cells(nb):
             if ANSWER_CODE_TAG not in _tags(cells[i]):
                 found.append(f"{name}: code cell {i} computes exercise answers but is not tagged "

@@ -5,7 +5,8 @@ without executing anything and without reading ``chapters/`` or ``labs/`` again:
 
 * ``_toc.yml`` and ``_config.yml`` generated from book.toml: one caption per part, its chapters then its labs,
   a planned entry as a short "coming" page, then the guides (``docs/*.md``) and the bibliography;
-* every chapter with its ``answer-key`` markdown cells and ``answer-code`` code cells removed, its stored
+* every chapter with its ``answer-key`` markdown cells and its answer code cells (tagged ``answer-code``, or
+  in an exercises section, tagged or not) removed, its stored
   outputs kept (an explorer's widget view is dropped, keeping its text, reworded for a page that runs
   nothing, and the default figure it stored under it); each figure gets alt text
   (:mod:`scaledl.book.static_cells`), and links between notebooks point at the staged pages
@@ -33,6 +34,7 @@ import nbformat
 
 from scaledl._args import UsageError
 from scaledl.book import static_cells
+from scaledl.book.answers import is_answer_code
 from scaledl.book.landing import index_page
 from scaledl.book.links import relink, site_targets
 from scaledl.book.toc import Book, Entry
@@ -99,8 +101,9 @@ def for_the_site(nb, links: str, cite=None, rewrite_links=None):
     """A copy of ``nb`` as the site shows it.
 
     Answer keys (markdown cells tagged ``answer-key`` or ``solution``) and answer-only code cells (tagged
-    ``answer-code``) are removed; widget views are dropped (their text/plain fallback stays, its "run this
-    cell" reworded for a page that runs nothing, and so does the stored figure); every figure gets alt
+    ``answer-code``, or in an exercises section: :func:`~scaledl.book.answers.is_answer_code`) are removed;
+    widget views are dropped (their text/plain fallback stays, its "run this cell" reworded for a page that
+    runs nothing, and so does the stored figure); every figure gets alt
     text (:func:`~scaledl.book.static_cells.figure_alt`); ``links`` is inserted under the first ``#``
     heading, and each markdown cell is passed through ``rewrite_links`` then ``cite`` (functions of its source)
     when given.
@@ -113,11 +116,11 @@ def for_the_site(nb, links: str, cite=None, rewrite_links=None):
     nb = copy.deepcopy(nb)
     cells, kept_at, linked, answer_code = [], [], False, []
     section, sentence = "", ""  # the heading and the first sentence of the prose above a figure
-    for i, cell in enumerate(nb.cells):
+    for i, (cell, answer) in enumerate(zip(nb.cells, is_answer_code(nb))):
         tags = _tags(cell)
         if cell.cell_type == "markdown" and ANSWER_KEY_TAGS.intersection(tags):
             continue
-        if cell.cell_type == "code" and static_cells.ANSWER_CODE_TAG in tags:
+        if answer:
             answer_code.append(cell.source)
             continue
         if cell.cell_type == "code":

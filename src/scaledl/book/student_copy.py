@@ -17,7 +17,9 @@ The student version keeps everything else and puts, at the marker's indentation:
 Autograded-test cells keep their visible part and lose every ``### BEGIN HIDDEN TESTS`` ...
 ``### END HIDDEN TESTS`` region (what nbgrader's ClearHiddenTests does; done here without nbgrader, which is
 only needed to grade). Markdown cells tagged ``answer-key`` or ``solution`` (worked answers) become an empty
-answer cell tagged ``answer`` (ANSWER_CELL, where the student writes theirs), and all outputs are cleared. The
+answer cell tagged ``answer`` (ANSWER_CELL, where the student writes theirs), code cells that only compute
+answers (tagged ``answer-code``, or in an exercises section: :func:`scaledl.book.answers.is_answer_code`) are
+left out, as the static site leaves them out, and all outputs are cleared. The
 student version is derived data:
 ``scaledl book check`` verifies it equals what this module makes from the solution.
 """
@@ -33,6 +35,7 @@ import nbformat
 
 from scaledl._args import UsageError
 from scaledl.book import nbfile
+from scaledl.book.answers import is_answer_code
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?P<task>.*)$")
 END = re.compile(r"^[ \t]*### END SOLUTION\s*$")
@@ -102,10 +105,12 @@ ANSWER_TAGS = frozenset({"answer-key", "solution"})
 
 def student_version(solution_nb) -> nbformat.NotebookNode:
     """The notebook a student starts from: solutions stubbed, worked answers replaced by empty answer cells,
-    outputs cleared."""
+    the code that only computes answers left out, outputs cleared."""
     nb = copy.deepcopy(solution_nb)
     cells = []
-    for i, cell in enumerate(nb.cells):
+    for i, (cell, answer_code) in enumerate(zip(nb.cells, is_answer_code(nb))):
+        if answer_code:
+            continue
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.cell_type == "markdown" and ANSWER_TAGS.intersection(tags):
             blank = nbformat.v4.new_markdown_cell(ANSWER_CELL, metadata={"tags": ["answer"]})
