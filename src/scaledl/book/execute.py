@@ -44,6 +44,22 @@ def _kernel_env() -> dict[str, str]:
     return env
 
 
+def kernel_config():
+    """The configuration every kernel the book starts gets (``book execute``, ``scaledl validate``): CurveZMQ
+    transport encryption, which jupyter_client provisions for a kernelspec that declares it supports it (as
+    ipykernel's does) when ``KernelManager.transport_encryption`` is ``"auto"``. The kernel's messages are then
+    encrypted, and ipykernel no longer warns that it "is running over TCP without encryption". An empty
+    configuration where jupyter_client has no such setting (before 8.10) or pyzmq's libzmq lacks CurveZMQ
+    (``zmq.has("curve")``; asking for it there would fail the kernel's start)."""
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    if "transport_encryption" not in KernelManager.class_trait_names() or not zmq.has("curve"):
+        return Config()
+    return Config({"KernelManager": {"transport_encryption": "auto"}})
+
+
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
@@ -86,6 +102,7 @@ def execute_notebook(path: Path, *, timeout_s: float = 1800, progress: bool = Tr
         record_timing=False,  # wall-clock stamps would make every run differ
         store_widget_state=True,  # so a static copy (make book) still draws the controls
         on_cell_executed=advance,
+        config=kernel_config(),  # encrypted, and no "running over TCP without encryption" warning
     )
     saved = os.environ.copy()
     os.environ.update(_kernel_env())

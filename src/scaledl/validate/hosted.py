@@ -29,10 +29,16 @@ _DROPPED_ENV = ("PYTHONPATH", "SCALEDL_BOOK_ROOT", "VIRTUAL_ENV", "NUMBA_ENABLE_
 
 # Runs inside the fresh venv: execute one notebook cell by cell, print one JSON list of cell records.
 DRIVER = r'''
-import json, sys, time, nbformat
+import json, sys, time, nbformat, zmq
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
+from traitlets.config import Config
 nb = nbformat.read(sys.argv[1], 4)
-client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": "."}})
+# As scaledl.book.execute.kernel_config: CurveZMQ where this runtime's jupyter_client and libzmq offer it.
+config = Config({"KernelManager": {"transport_encryption": "auto"}}) if (
+    "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve")) else Config()
+client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": "."}},
+                        config=config)
 cells, failed = [], False
 with client.setup_kernel():
     for i, cell in enumerate(nb.cells):

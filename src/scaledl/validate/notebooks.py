@@ -18,7 +18,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from scaledl._args import UsageError
-from scaledl.book.execute import _kernel_env
+from scaledl.book.execute import _kernel_env, kernel_config
 from scaledl.book.toc import Book, Entry
 
 CELL_TIMEOUT_S = 900  # as `make test` allows a cell (NBVAL_ARGS); a GPU cell takes seconds
@@ -58,7 +58,7 @@ def execute(path: Path, *, cwd: Path, timeout_s: float = CELL_TIMEOUT_S) -> tupl
     ``{"index", "status" (passed | failed | not run), "seconds", "error", "source"}``."""
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                            resources={"metadata": {"path": str(cwd)}})
+                            resources={"metadata": {"path": str(cwd)}}, config=kernel_config())
     cells, failed = [], False
     saved = os.environ.copy()
     os.environ.update(_kernel_env())  # the kernel inherits the backend and a fixed hash seed
