@@ -49,7 +49,7 @@ def kernel_config():
     transport encryption, which jupyter_client provisions for a kernelspec that declares it supports it (as
     ipykernel's does) when ``KernelManager.transport_encryption`` is ``"auto"``. The kernel's messages are then
     encrypted, and ipykernel no longer warns that it "is running over TCP without encryption". An empty
-    configuration where jupyter_client has no such setting (before 8.10) or pyzmq's libzmq lacks CurveZMQ
+    configuration where this jupyter_client has no such setting (older releases) or pyzmq's libzmq lacks CurveZMQ
     (``zmq.has("curve")``; asking for it there would fail the kernel's start)."""
     import zmq
     from jupyter_client.manager import KernelManager
