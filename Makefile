@@ -71,8 +71,10 @@ $(RELEASE_STAMP): pyproject.toml
 # keeps them, as docs/instructor-guide.md tells instructors; tests/unit/test_make_lab.py checks the flags.
 # The reader's JupyterLab opens a copy of the book, workspace/ (git-ignored; scaledl.book.workspace): running
 # and saving a chapter there never changes the repository, so `git pull` keeps working. Each `make lab` brings
-# new chapters in and updates the ones the reader has not changed; a changed one is kept, and
+# new chapters in and updates the ones whose cells the reader has not changed (running and saving one changes only
+# its outputs, which do not count); an edited one is kept, and
 # `make lab-reset NB=chapters/04_writing_gemm_kernels.ipynb` takes the repository's version (yours moved aside).
+# What was kept is printed below JupyterLab's start-up lines, where it stays in sight (scaledl.book.lab_notices).
 # `make lab-authors` opens the checkout itself, for those who mean to change the book's notebooks.
 WORKSPACE ?= workspace
 LAB_SERVER = JUPYTER_CONFIG_PATH=$(CURDIR)/$(VENV)/etc/scaledl-reader$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
@@ -91,7 +93,7 @@ lab-config: $(LAB_STAMP)
 		> $(VENV)/share/jupyter/lab/settings/overrides.json
 
 lab: lab-config
-	@$(PY) -m scaledl book workspace --dir $(WORKSPACE)
+	@$(PY) -m scaledl book workspace --dir $(WORKSPACE) --notices-after-start
 	@echo "Starting JupyterLab on your copy of the book in $(WORKSPACE)/ (the repository stays as it is)."
 	@echo "Open the http://127.0.0.1:$(PORT)/lab?token=... URL printed below; Ctrl-C stops it."
 	@$(LAB_SERVER) --ServerApp.root_dir=$(abspath $(WORKSPACE))

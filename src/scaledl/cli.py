@@ -6,7 +6,7 @@
     scaledl book list [--validated] the notebooks of the book, one path a line
     scaledl book html [--out DIR]   a static HTML copy of the book
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
-    scaledl book workspace [--dir D] [--reset NB]  the reader's copy `make lab` opens (git pull never touches it)
+    scaledl book workspace [--dir D] [--reset NB] [--notices-after-start]  the reader's copy `make lab` opens
     scaledl book readme             rewrite the README's table of chapters and labs from book.toml
     scaledl book journey [--write] [NAME...]  each notebook's opening and "where next" cells, folded answers
     scaledl course release OUT      a student bundle (no solution, hidden test or answer key) in OUT
@@ -99,14 +99,19 @@ def _book_command(args) -> int:
     if args.book_command == "workspace":
         from pathlib import Path
 
-        from scaledl.book import workspace
+        from scaledl.book import lab_notices, workspace
 
         folder = Path(args.dir) if os.path.isabs(args.dir) else book.root / args.dir
         for nb in args.reset:
             moved = workspace.reset(book, folder, nb)
             print(f"{nb}: the repository's version" + (f"; yours moved to {moved.name}" if moved else ""))
         if not args.reset:
-            print("\n".join(workspace.sync(book, folder).lines(folder)))
+            report = workspace.sync(book, folder)
+            notices = report.notices()
+            if args.notices_after_start and lab_notices.defer(folder.resolve(), notices):
+                print(f"{report.summary(folder)}; {len(notices)} notice(s) below JupyterLab's start-up lines")
+            else:
+                print("\n".join(report.lines(folder)))
         return 0
     if args.book_command == "set-repository":
         from scaledl.book.repository import set_repository
@@ -190,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     ws.add_argument("--dir", default="workspace", help="the copy's folder, relative to the book (default workspace)")
     ws.add_argument("--reset", nargs="*", default=[], metavar="NB",
                     help="take the repository's version of these files (yours is moved aside, never deleted)")
+    ws.add_argument("--notices-after-start", action="store_true",
+                    help="print the notices (files kept, outputs replaced) once the JupyterLab serving the copy "
+                         "has printed its start-up lines, where they stay in sight (make lab)")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
     course = sub.add_parser("course", help="run a course: release the student bundle, grade submitted labs")

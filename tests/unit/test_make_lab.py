@@ -117,6 +117,7 @@ def test_make_lab_opens_the_readers_copy_after_refreshing_it():
     server = [i for i, c in enumerate(lines) if "lab" in c and any(t.endswith("/bin/jupyter") for t in c)]
     assert len(sync) == 1 and len(server) == 1 and sync[0] < server[0]
     assert lines[sync[0]][6] == "workspace"
+    assert "--notices-after-start" in lines[sync[0]]   # what it kept is said below JupyterLab's start-up lines
     assert _flag(lines[server[0]], "ServerApp.root_dir") == str(ROOT / "workspace")
     out = subprocess.run(["make", "-n", "-s", "lab-authors"], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")}).stdout
