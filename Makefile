@@ -21,10 +21,14 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: test-cluster
 .PHONY: test-scale
 
+# Every target is listed here (tests/unit/test_make_help.py checks it against the rules below).
 help:
+	@echo "make help           this list"
 	@echo "make lab            open JupyterLab on your copy of the book in workspace/ (prints the URL)"
 	@echo "make lab-reset NB=  take the repository's version of one notebook into workspace/ (yours moved aside)"
 	@echo "make lab-authors    open JupyterLab on the repository itself (to change the book's notebooks)"
+	@echo "make lab-config     only write the .venv's JupyterLab settings that make lab uses (no server)"
+	@echo "make check          the static checks of book.toml and every notebook (scaledl book check)"
 	@echo "make test           every test: unit, simulator, GPU (skipped without one) and notebook validation"
 	@echo "make test-fast      the inner loop: tests/unit and tests/sim only (no notebooks, grading or browser)"
 	@echo "make test-compat    the lowest supported dependencies, Colab's GPU image and the newest releases (tests/compat/run.py)"
@@ -34,8 +38,10 @@ help:
 	@echo "make test-notebooks nbval over every chapter and lab solution that is not 'planned'"
 	@echo "make book           the static book (Jupyter Book, offline) in _build/html"
 	@echo "make doctor         what backend the book will use, and why"
+	@echo "make bench          GPU: check every kernel against NumPy, then time it against cuBLAS and copy bandwidth"
 	@echo "make validate       doctor, tests/gpu, bench and every GPU notebook: one report in validate-report/"
 	@echo "make release OUT=.. the students' copy of the book (no solutions) in OUT; ZIP=1 also OUT.zip"
+	@echo "make clean-venv     delete .venv (the next make target creates it again)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
