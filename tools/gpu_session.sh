@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checklist (../shared/GPU.md) in one command on a lent machine with no network.
+# The GPU checklist (CONTRIBUTING.md, "On a lent GPU") in one command on a lent machine with no network.
 # Usage, from the repository root, with the wheels in .whl/ (the book's own and the Jupyter pieces the image
 # lacks; CONTRIBUTING says how to fetch them): OUT=/some/folder bash tools/gpu_session.sh [SECONDS]
 # Everything it learns lands in $OUT as at most 8 files: doctor.txt, nvidia-smi.txt, validate.log,
