@@ -1,5 +1,5 @@
 """How long to wait for MPI ranks: one object shared by the labs' launcher (scaledl.comm.mpi.launch) and the
-grader's (scaledl.course.tasks.mpi_runner), which watch their ranks differently (a pipe, a log file) but stop
+grader's (scaledl.course.produce.mpi_runner), which watch their ranks differently (a pipe, a log file) but stop
 them by the same two limits; :func:`kill_tree` stops them."""
 
 from __future__ import annotations

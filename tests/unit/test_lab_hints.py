@@ -310,7 +310,7 @@ def wrong_allreduce(comm, x):  # every rank keeps its own vector: no exchange at
 def _():
     import importlib.util
 
-    from scaledl.course.tasks import mpi_runner
+    from scaledl.course.produce import mpi_runner
 
     if mpi_runner.mpiexec() is None or importlib.util.find_spec("mpi4py") is None:
         pytest.skip("needs mpiexec and mpi4py (the [mpi] extra; the lowest-versions tier has neither)")
@@ -542,7 +542,8 @@ def _training(kind):
     what a reducer recorded, fed to the notebook's check and to the judge, which calls the same check."""
     from types import SimpleNamespace
 
-    from scaledl.course.tasks.lab06 import BATCH, EPOCHS, SIZES, WORKERS
+    from scaledl.course.produce.lab06 import SIZES
+    from scaledl.course.tasks.lab06 import BATCH, EPOCHS, WORKERS
     from scaledl.nn import digits, mlp
 
     data, model = digits(), mlp(SIZES, seed=0)

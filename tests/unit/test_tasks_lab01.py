@@ -13,6 +13,7 @@ import scaledl.device  # noqa: F401  (backend decision before numba.cuda)
 from numba import cuda, float32
 
 from scaledl.course import exchange
+from scaledl.course.produce import lab01 as produce01
 from scaledl.course.tasks import get, lab01
 from scaledl.kernels import gemm_traffic
 
@@ -137,8 +138,8 @@ def _correct_outputs(grade_id):
                  for i, (n, it, x0, c) in enumerate(inputs["cases"])}
     outputs = {}
     for key, want in wants.items():
-        buf = np.concatenate([want.astype(np.float32), np.full(lab01.GUARD_ELEMENTS, np.nan, np.float32)])
-        outputs.update({f"{key}_{r}": buf.copy() for r in range(lab01.RUNS)})
+        buf = np.concatenate([want.astype(np.float32), np.full(produce01.GUARD_ELEMENTS, np.nan, np.float32)])
+        outputs.update({f"{key}_{r}": buf.copy() for r in range(produce01.RUNS)})
     return task, inputs, outputs
 
 
@@ -151,7 +152,7 @@ def test_spec_outputs_pass(grade_id):
 def _kernel_hostile(outputs, key):
     """Ways a hostile (or broken) produce can hand back the first buffer ``key``."""
     buf = outputs[key]
-    n = buf.size - lab01.GUARD_ELEMENTS
+    n = buf.size - produce01.GUARD_ELEMENTS
     nan_head, guard_hit, zeros = buf.copy(), buf.copy(), np.zeros_like(buf)
     nan_head[n // 2] = np.nan
     guard_hit[n + 3] = 1.0
@@ -206,7 +207,7 @@ def test_copy_judge_names_the_grid_stride_loop_only_for_an_unwritten_tail_after_
 
     def unwritten(case, rows):
         out = dict(good)
-        for r in range(lab01.RUNS):
+        for r in range(produce01.RUNS):
             out[f"dst{case}_{r}"] = buf = good[f"dst{case}_{r}"].copy()
             buf[rows] = np.nan
         return out

@@ -15,7 +15,8 @@ import scaledl.device  # noqa: F401  (backend decision before numba.cuda)
 from numba import cuda, float32
 
 from scaledl.course import exchange
-from scaledl.course.tasks import get, lab01, lab02
+from scaledl.course.produce import lab01 as produce01
+from scaledl.course.tasks import get, lab02
 from scaledl.kernels import gemm, gemm_traffic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared task_helpers module
@@ -119,8 +120,8 @@ def _spec_outputs(grade_id):
     outputs = {}
     for i in range(inputs["cases"]):
         C = (inputs[f"A{i}"].astype(np.float64) @ inputs[f"B{i}"].astype(np.float64)).astype(np.float32)
-        buf = np.concatenate([C.ravel(), np.full(lab01.GUARD_ELEMENTS, np.nan, np.float32)])
-        outputs.update({f"C{i}_{r}": buf.copy() for r in range(lab01.RUNS)})
+        buf = np.concatenate([C.ravel(), np.full(produce01.GUARD_ELEMENTS, np.nan, np.float32)])
+        outputs.update({f"C{i}_{r}": buf.copy() for r in range(produce01.RUNS)})
     return task, inputs, outputs
 
 
@@ -130,7 +131,7 @@ def test_gemm_judges_turn_hostile_outputs_into_assertion_errors(grade_id):
     task.judge(inputs, good)
     title = task.title + " "
     buf = good["C0_0"]
-    n = buf.size - lab01.GUARD_ELEMENTS
+    n = buf.size - produce01.GUARD_ELEMENTS
     A, B = inputs["A0"], inputs["B0"]
     transposed = np.concatenate([(A @ B).T.ravel() if A.shape[0] == B.shape[1] else (A @ B)[::-1].ravel(),
                                  buf[n:]])

@@ -15,6 +15,7 @@ import scaledl.device  # noqa: F401  (backend decision before numba.cuda)
 from numba import cuda, float32  # globals of the kernels below: the simulator swaps in its cuda for them
 
 from scaledl.course import exchange
+from scaledl.course.produce import lab04 as produce04
 from scaledl.course.tasks import get
 from scaledl.course.tasks import lab04
 from scaledl.sparsity import compress_nm, magnitude_mask, nm_mask
@@ -221,7 +222,7 @@ def test_spmv_rejects_hostile_outputs(spmv_good):
     for what, bad in hostile_variants(out):
         rejects(T21, inp, bad)
     y = out["y0"]
-    rows = y.shape[1] - lab04.GUARD
+    rows = y.shape[1] - produce04.GUARD
     rejects(T21, inp, {**out, "y0": np.zeros_like(y)}, "past the end")
     tail_ok = y.copy()
     tail_ok[:, :rows] = 0.0                              # right guard, all-zero answer

@@ -22,7 +22,9 @@ from scaledl.comm import mpi
 from scaledl.comm import topology as T
 from scaledl.comm.schedule import Transfer, bounds, build
 from scaledl.course import exchange
-from scaledl.course.tasks import lab05, mpi_runner
+from scaledl.course.produce import lab05 as produce05
+from scaledl.course.produce import mpi_runner
+from scaledl.course.tasks import lab05
 
 TASKS = {t.grade_id: t for t in lab05.TASKS}
 SEEDS = (1, 2, 3)
@@ -204,7 +206,7 @@ def _correct_outputs(inp):
     """What a right answer hands back, built in NumPy: every rank holds the sum."""
     p, out = inp["ranks"], {"status": "ok", "log": ""}
     for i, n in enumerate(inp["lengths"]):
-        total = np.sum([lab05._mpi_data(inp["seed"], r, n) for r in range(p)], axis=0, dtype=np.float32)
+        total = np.sum([produce05.mpi_data(inp["seed"], r, n) for r in range(p)], axis=0, dtype=np.float32)
         for r in range(p):
             out[f"got_l{i}_r{r}"] = total.copy()
     return out
@@ -233,7 +235,7 @@ def test_task_2_1_judge_rejects_wrong_and_hostile_outputs():
                 out[k] = v
         return exchange.roundtrip(out)
 
-    own = lab05._mpi_data(inp["seed"], 3, n2)
+    own = produce05.mpi_data(inp["seed"], 3, n2)
     cases = [
         (edit(got_l2_r3=own), "rank 3: .* differ from the sum"),  # forgot the all-gather: its own input back
         (edit(got_l2_r0=good["got_l2_r0"] * 2), "differ from the sum"),  # every contribution counted twice
@@ -262,7 +264,7 @@ def test_task_2_1_inputs_differ_by_seed_and_one_length_is_past_the_eager_limit()
     for d in drawn:
         assert d["ranks"] == 4 and all(n % d["ranks"] for n in d["lengths"])  # blocks of unequal size
         assert max(d["lengths"]) // d["ranks"] > 1.5 * lab05.EAGER_FLOATS
-    x = [lab05._mpi_data(7, r, 1001) for r in range(4)]
+    x = [produce05.mpi_data(7, r, 1001) for r in range(4)]
     assert x[0].dtype == np.float32 and not np.array_equal(x[0], x[1])
     assert np.array_equal(np.sum(x, axis=0, dtype=np.float32), np.sum(x, axis=0, dtype=np.float64))  # exact
 

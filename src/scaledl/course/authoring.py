@@ -33,7 +33,8 @@ def mark_answer_cells(nb) -> list[str]:
 def new_test_cell(task: str, points: float, lab: str) -> nbformat.NotebookNode:
     """An nbgrader autograded-test cell for ``task`` ("Task 1.1") of ``lab``: a visible line, then the hidden
     part, which hands the task's results to the grader (:mod:`scaledl.course.produce`). Insert it after the
-    task's visible check, and write the task's spec in ``scaledl/course/tasks/LAB.py``.
+    task's visible check, write the task's produce function in ``scaledl/course/produce/LAB.py`` (its
+    ``PRODUCE``) and the rest of its spec in ``scaledl/course/tasks/LAB.py``.
 
     Raises:
         ValueError: ``points`` is not positive.

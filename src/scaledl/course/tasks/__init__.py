@@ -6,7 +6,9 @@ A :class:`Task` has three parts that run in two places:
 - ``produce(ns, inputs)`` runs in the **student's** kernel, from the lab's hidden-test cell
   (``produce.run("lab03", "task_1_1", globals())``): it calls the student's own functions, found by name in
   ``ns``, on ``inputs`` and returns their results as plain data (arrays, numbers, strings). It computes no
-  reference and judges nothing, so patching anything in the kernel gains nothing.
+  reference and judges nothing, so patching anything in the kernel gains nothing. It lives apart, in
+  :mod:`scaledl.course.produce` (``produce.labNN.PRODUCE``), the one part of the grader the sandbox holds, so
+  that no judge and no reference is there to be read.
 - ``judge(inputs, outputs)`` runs in the **grader's** process again: it computes the reference itself and
   raises ``AssertionError`` with a "Yours ..., Spec ..." message when a result is wrong. Its input is hostile
   data (any shape, dtype or NaN); whatever it raises costs the task its points and nothing else.
@@ -16,7 +18,9 @@ The static part (``functions``, ``forbidden``, ``forbidden_modules``, ``forbidde
 :mod:`scaledl.course.review`, which inspects the submitted source without running it: what the task must be
 answered without (the library's own answer), and whether it must launch a CUDA kernel the student wrote.
 
-One module per lab, ``scaledl.course.tasks.labNN``, with ``TASKS = (Task(...), ...)`` in notebook order.
+One module per lab, ``scaledl.course.tasks.labNN``, with ``TASKS = (Task(...), ...)`` in notebook order, each
+``produce`` the function of ``scaledl.course.produce.labNN.PRODUCE`` (the same object
+:func:`scaledl.course.produce.producer` returns).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from scaledl.course.produce import LABS
+from scaledl.course.produce import student  # noqa: F401  (moved to the produce side; judges and tests use it here)
 
 
 @dataclass(frozen=True)
@@ -43,9 +50,6 @@ class Task:
     requires_kernel: bool = False      # the answer must define and launch a @cuda.jit kernel of its own
     replaced: tuple[str, ...] = ()     # names produce swaps for a reference while it runs (graded on its own):
     #                                    the review does not follow them into this task
-
-
-LABS = ("lab01", "lab02", "lab03", "lab04", "lab05", "lab06", "lab07")
 
 
 def for_lab(lab: str) -> dict[str, Task]:
@@ -123,14 +127,3 @@ def first_mismatch(got: np.ndarray, want: np.ndarray, bad: np.ndarray, *, title:
 def _plain(value):
     """A NumPy scalar as the Python number it holds, so messages read 0.0625, not np.float32(0.0625)."""
     return value.item() if isinstance(value, np.generic) else value
-
-
-def student(ns: dict, name: str):
-    """The student's object ``name`` ("f" or "Class.method") from their notebook's namespace, or a clear error."""
-    head, *rest = name.split(".")
-    if head not in ns:
-        raise NameError(f"{name} is not defined: run the cell that defines it")
-    obj = ns[head]
-    for part in rest:
-        obj = getattr(obj, part)
-    return obj

@@ -1,65 +1,27 @@
 """Lab 01 (roofline your device): the graded tasks, split into inputs, production and judgement.
 
-Tasks 1.1-1.3 are CUDA kernels. ``produce`` launches the student's kernel the way the notebook does (their
-factory, their ``stream_grid`` or ``THREADS``) into an output poisoned with NaN and followed by a NaN guard
-region, twice per size, and hands back the whole buffer; the judge reads from it what ``check_kernel`` reports
-in the notebook: values never written, stores past the end, runs that disagree, wrong values. The helpers for
-that (:func:`poisoned_launch`, :func:`judge_kernel_runs`) are shared with lab 02.
+Tasks 1.1-1.3 are CUDA kernels. Their produce functions (:mod:`scaledl.course.produce.lab01`) launch the
+student's kernel the way the notebook does into an output poisoned with NaN and followed by a NaN guard region,
+twice per size, and hand back the whole buffer; the judge reads from it what ``check_kernel`` reports in the
+notebook: values never written, stores past the end, runs that disagree, wrong values. The judge of those
+buffers (:func:`judge_kernel_runs`) and of lists of numbers (:func:`judge_numbers`) are shared with lab 02.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from scaledl.course.tasks import Task, array, student
+from scaledl.course.produce.lab01 import GUARD_ELEMENTS, PRODUCE, RUNS, VARIANTS
+from scaledl.course.tasks import Task, array
 from scaledl.labs.hints import hint, with_hints
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
-GUARD_ELEMENTS = 4096  # NaN after every output: a GPU store past its end lands here (the simulator raises)
-RUNS = 2               # launches per size: two identical runs that disagree reveal a race
 KERNEL_MODULES = ("scaledl.kernels",)            # the book's own kernels answer every kernel task
 MODEL_MODULES = ("scaledl.kernels", "scaledl.perf")  # ... and its traffic/roofline models the counting ones
 
 
-# --- shared by the kernel tasks of lab 01 and lab 02 ------------------------------------------------------------
-
-def device_inputs(*arrays):
-    """Copies of ``arrays`` where the kernel can read them: on a GPU on the device (no implicit transfer per
-    launch, which Numba warns about), on the simulator in host memory. A copy, so that a kernel writing into
-    its inputs cannot change what a local judge compares with."""
-    from scaledl import device
-
-    if not device.on_gpu():
-        return tuple(np.array(a, copy=True) for a in arrays)
-    cuda = device.cuda()
-    return tuple(cuda.to_device(np.ascontiguousarray(a)) for a in arrays)
-
-
-def poisoned_launch(launch, shape, dtype=np.float32) -> np.ndarray:
-    """Call ``launch(out)`` on a NaN-filled ``out`` of ``shape``; return the flat host buffer: ``out``, then
-    :data:`GUARD_ELEMENTS` more NaN. ``out`` is a view of the buffer's head, so on the simulator a store past
-    its end raises IndexError and on a GPU it changes the guard."""
-    from scaledl import device
-
-    n = int(np.prod(shape))
-    buf = np.full(n + GUARD_ELEMENTS, np.nan, dtype)
-    if device.on_gpu():
-        dbuf = device.cuda().to_device(buf)
-        launch(dbuf[:n].reshape(shape))
-        return dbuf.copy_to_host()
-    launch(buf[:n].reshape(shape))
-    return buf
-
-
-def produce_runs(launch, shape, key: str) -> dict:
-    """``RUNS`` poisoned launches as ``{key_0: buffer, key_1: ...}``, or ``{key_error: message}`` when the
-    kernel indexed outside an array (the simulator's IndexError: no bounds guard)."""
-    try:
-        return {f"{key}_{r}": poisoned_launch(launch, shape) for r in range(RUNS)}
-    except IndexError as err:
-        return {f"{key}_error": f"IndexError: {err}"[:300]}
-
+# --- judges shared with lab 02 --------------------------------------------------------------------------------
 
 def _mismatch(title: str, got, want, bad, problem: str, hints=()) -> None:
     """Raise AssertionError naming how many outputs ``bad`` marks, the first two (Yours beside Spec; the feedback
@@ -75,7 +37,8 @@ def _mismatch(title: str, got, want, bad, problem: str, hints=()) -> None:
 
 def judge_kernel_runs(outputs: dict, key: str, want: np.ndarray, tol, *, title: str, bound=None,
                       grid_stride: bool = False) -> None:
-    """Judge the buffers :func:`produce_runs` handed back under ``key`` against ``want`` (float64).
+    """Judge the buffers :func:`~scaledl.course.produce.lab01.produce_runs` handed back under ``key`` against
+    ``want`` (float64).
 
     ``tol`` is the allowed absolute error (scalar or per element); ``bound`` (optional) the largest |value|
     any output built from the inputs can have, so that larger ones are named reads of memory nobody wrote;
@@ -158,16 +121,6 @@ def _copy_inputs(rng):
     return {"cases": len(sizes), **{f"src{i}": rng.standard_normal(n).astype(np.float32) for i, n in enumerate(sizes)}}
 
 
-def _copy_produce(ns, inp):
-    k, grid = student(ns, "make_copy_kernel")(), student(ns, "stream_grid")
-    out = {}
-    for i in range(inp["cases"]):
-        src, = device_inputs(inp[f"src{i}"])
-        n = inp[f"src{i}"].size
-        out.update(produce_runs(lambda dst: k[grid(n)](dst, src), (n,), f"dst{i}"))
-    return out
-
-
 def _copy_judge(inp, out):
     for i in range(inp["cases"]):
         src = inp[f"src{i}"]
@@ -188,16 +141,6 @@ def _triad_inputs(rng):
     return {"cases": len(sizes), "s": s, **data}
 
 
-def _triad_produce(ns, inp):
-    k, grid, s = student(ns, "make_triad_kernel")(), student(ns, "stream_grid"), np.float32(inp["s"])
-    out = {}
-    for i in range(inp["cases"]):
-        b, c = device_inputs(inp[f"b{i}"], inp[f"c{i}"])
-        n = inp[f"b{i}"].size
-        out.update(produce_runs(lambda a: k[grid(n)](a, b, c, s), (n,), f"a{i}"))
-    return out
-
-
 def _triad_judge(inp, out):
     s = float(inp["s"])
     for i in range(inp["cases"]):
@@ -216,17 +159,6 @@ def _fma_inputs(rng):
     return {"chains": chains, "cases": cases}
 
 
-def _fma_produce(ns, inp):
-    threads = student(ns, "THREADS")
-    k = student(ns, "make_fma_kernel")(int(inp["chains"]))
-    out = {}
-    for i, (n, n_iter, x0, c) in enumerate(inp["cases"]):
-        launch = lambda o: k[(n + threads - 1) // threads, threads](o, np.int32(n_iter), np.float32(x0),
-                                                                    np.float32(1), np.float32(c))
-        out.update(produce_runs(launch, (n,), f"out{i}"))
-    return out
-
-
 def _fma_judge(inp, out):
     chains = int(inp["chains"])
     for i, (n, n_iter, x0, c) in enumerate(inp["cases"]):
@@ -237,33 +169,12 @@ def _fma_judge(inp, out):
 
 # --- Task 1.4: arithmetic intensity of the GEMM kernels ----------------------------------------------------------
 
-VARIANTS = ("naive", "tiled")
-
-
 def _model_cases(rng, high: int):
     return [[int(v) for v in rng.integers(1, high, 3)] + [int(rng.choice([4, 8, 16, 32]))] for _ in range(12)]
 
 
 def _intensity_inputs(rng):
     return {"cases": _model_cases(rng, 300)}
-
-
-def _intensity_produce(ns, inp):
-    f = student(ns, "gemm_intensity")
-    return {v: [plain_number(f(M, N, K, v, tile=tile)) for M, N, K, tile in inp["cases"]] for v in VARIANTS}
-
-
-def plain_number(x):
-    """``x`` as a number the exchange can carry (ints stay exact), or its repr when it is not a number, so the
-    judge can show what came back."""
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    try:
-        return float(x)
-    except (TypeError, ValueError, OverflowError):
-        return repr(x)[:80]
 
 
 def _intensity_judge(inp, out):
@@ -277,12 +188,12 @@ def _intensity_judge(inp, out):
 
 
 TASKS = (
-    Task("task_1_1", "Task 1.1", ("make_copy_kernel",), _copy_inputs, _copy_produce, _copy_judge,
+    Task("task_1_1", "Task 1.1", ("make_copy_kernel",), _copy_inputs, PRODUCE["task_1_1"], _copy_judge,
          local_seed=150101, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
-    Task("task_1_2", "Task 1.2", ("make_triad_kernel",), _triad_inputs, _triad_produce, _triad_judge,
+    Task("task_1_2", "Task 1.2", ("make_triad_kernel",), _triad_inputs, PRODUCE["task_1_2"], _triad_judge,
          local_seed=150103, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
-    Task("task_1_3", "Task 1.3", ("make_fma_kernel",), _fma_inputs, _fma_produce, _fma_judge,
+    Task("task_1_3", "Task 1.3", ("make_fma_kernel",), _fma_inputs, PRODUCE["task_1_3"], _fma_judge,
          local_seed=150105, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
-    Task("task_1_4", "Task 1.4", ("gemm_intensity",), _intensity_inputs, _intensity_produce, _intensity_judge,
+    Task("task_1_4", "Task 1.4", ("gemm_intensity",), _intensity_inputs, PRODUCE["task_1_4"], _intensity_judge,
          local_seed=150107, forbidden_modules=MODEL_MODULES),
 )

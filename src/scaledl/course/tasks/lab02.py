@@ -1,18 +1,19 @@
 """Lab 02 (tiled GEMM): the graded tasks, split into inputs, production and judgement.
 
 The GEMM kernels are launched through the notebook's own launchers (``launch_tiled``, ``launch_regblock``),
-as the hidden tests always did, into NaN-poisoned outputs with a guard region; the judge compares with
-``A @ B`` in float64 within the float32 rounding bound of :func:`scaledl.labs.check.gemm_tolerance`.
+as the hidden tests always did, into NaN-poisoned outputs with a guard region
+(:mod:`scaledl.course.produce.lab02`); the judge compares with ``A @ B`` in float64 within the float32
+rounding bound of :func:`scaledl.labs.check.gemm_tolerance`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from scaledl.course.tasks import Task, student
+from scaledl.course.produce.lab02 import PRODUCE
+from scaledl.course.tasks import Task
+from scaledl.course.tasks.lab01 import KERNEL_MODULES, MODEL_MODULES, judge_kernel_runs, judge_numbers
 from scaledl.labs.hints import hint
-from scaledl.course.tasks.lab01 import (KERNEL_MODULES, MODEL_MODULES, device_inputs, judge_kernel_runs,
-                                        judge_numbers, plain_number, produce_runs)
 
 # The notebook's block sizes (TILE, and R outputs per thread per side in Task 2.2), so that the drawn sizes
 # span several blocks of the kernel the student's notebook builds on the same backend.
@@ -38,18 +39,6 @@ def _gemm_inputs(sizes, rng):
         data[f"A{i}"] = rng.uniform(-1, 1, (M, K)).astype(np.float32)
         data[f"B{i}"] = rng.uniform(-1, 1, (K, N)).astype(np.float32)
     return {"cases": len(sizes), **data}
-
-
-def _gemm_produce(launcher: str):
-    def produce(ns, inp):
-        launch = student(ns, launcher)
-        out = {}
-        for i in range(inp["cases"]):
-            A, B = device_inputs(inp[f"A{i}"], inp[f"B{i}"])
-            shape = (inp[f"A{i}"].shape[0], inp[f"B{i}"].shape[1])
-            out.update(produce_runs(lambda C: launch(A, B, C), shape, f"C{i}"))
-        return out
-    return produce
 
 
 def _gemm_judge(title: str):
@@ -78,11 +67,6 @@ def _loads_inputs(rng):
                       for _ in range(12)]}
 
 
-def _loads_produce(ns, inp):
-    f = student(ns, "tiled_loads")
-    return {"loads": [plain_number(f(M, N, K, tile)) for M, N, K, tile in inp["cases"]]}
-
-
 def _loads_judge(inp, out):
     from scaledl.kernels import gemm_traffic
 
@@ -99,11 +83,11 @@ def _regblock_inputs(rng):
 
 
 TASKS = (
-    Task("task_2_1", "Task 2.1", ("make_tiled_kernel", "launch_tiled"), _tiled_inputs, _gemm_produce("launch_tiled"),
+    Task("task_2_1", "Task 2.1", ("make_tiled_kernel", "launch_tiled"), _tiled_inputs, PRODUCE["task_2_1"],
          _gemm_judge("Task 2.1"), local_seed=150201, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
-    Task("task_2_1b", "Task 2.1b", ("tiled_loads",), _loads_inputs, _loads_produce, _loads_judge,
+    Task("task_2_1b", "Task 2.1b", ("tiled_loads",), _loads_inputs, PRODUCE["task_2_1b"], _loads_judge,
          local_seed=150203, forbidden_modules=MODEL_MODULES),
     Task("task_2_2", "Task 2.2", ("make_regblock_kernel", "launch_regblock"), _regblock_inputs,
-         _gemm_produce("launch_regblock"), _gemm_judge("Task 2.2"), local_seed=150204,
+         PRODUCE["task_2_2"], _gemm_judge("Task 2.2"), local_seed=150204,
          forbidden_modules=KERNEL_MODULES, requires_kernel=True),
 )

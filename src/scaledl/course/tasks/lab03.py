@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scaledl.course.tasks import Task, array, first_mismatch, student
+from scaledl.course.produce.lab03 import OCTAV_ITERS, PRODUCE
+from scaledl.course.tasks import Task, array, first_mismatch
 from scaledl.labs.e4m3_checks import rounding_hints, saturation_hint  # the notebook's check names the same bugs
 from scaledl.labs.hints import with_hints
 
@@ -23,11 +24,6 @@ def _e4m3_inputs(rng):
     x = np.concatenate([mid, -mid, rng.standard_normal(n) * np.exp2(rng.uniform(-11, 9, n))]).astype(np.float32)
     x = rng.permutation(x[np.abs(x) <= E4M3_MAX])
     return {"x": x, "sat": np.array([500.0, -1e6, np.inf], np.float32)}
-
-
-def _e4m3_produce(ns, inp):
-    f = student(ns, "e4m3_round")
-    return {"got": np.asarray(f(inp["x"]), np.float32), "sat": np.asarray(f(inp["sat"]), np.float32)}
 
 
 def _e4m3_judge(inp, out):
@@ -62,24 +58,6 @@ def _codes_inputs(rng):
     return {"x": rng.permutation(x[np.abs(x) <= E4M3_MAX])}
 
 
-def _codes_produce(ns, inp):
-    from scaledl.numerics import quantize
-
-    f = student(ns, "e4m3_encode")
-    missing = object()
-    theirs = ns.get("e4m3_round", missing)
-    ns["e4m3_round"] = lambda v: quantize(np.asarray(v, np.float32), "e4m3")  # Task 1.2 graded on its own
-    try:
-        got = np.asarray(f(inp["x"]))
-        nan = np.asarray(f(np.array([np.nan], np.float32)))
-    finally:
-        if theirs is missing:
-            ns.pop("e4m3_round", None)
-        else:
-            ns["e4m3_round"] = theirs
-    return {"got": got, "nan": nan}
-
-
 def _codes_judge(inp, out):
     import ml_dtypes
 
@@ -95,22 +73,12 @@ def _codes_judge(inp, out):
 
 # --- Task 2.1: OCTAV's fixed point -------------------------------------------------------------------------
 
-OCTAV_ITERS = 100  # enough for every fixed point here to settle; the student's history is compared at its end
-
-
 def _octav_inputs(rng):
     n_t, n_u = int(rng.integers(15_000, 25_000)) | 1, int(rng.integers(7_000, 12_000)) | 1
     data = {"d0": rng.standard_t(float(rng.uniform(3, 8)), n_t),   # heavy tails: clipping pays
             "d1": rng.uniform(-1, 1, n_u) ** 3}                    # bounded, peaked at zero
     bits = np.sort(rng.choice(np.arange(2, 9), size=2, replace=False)).astype(np.int64)
     return {**data, "bits": bits}
-
-
-def _octav_produce(ns, inp):
-    f = student(ns, "octav")
-    clip = [[float(np.asarray(f(inp[k], int(b), iters=OCTAV_ITERS), np.float64)[-1]) for b in inp["bits"]]
-            for k in ("d0", "d1")]
-    return {"clip": np.array(clip, np.float64)}
 
 
 def _octav_judge(inp, out):
@@ -144,13 +112,6 @@ def _snr_inputs(rng):
     return {"d": d, "bits": bits, "q": q}
 
 
-def _snr_produce(ns, inp):
-    snr, gain = student(ns, "snr_db"), student(ns, "clipping_gain_bits")
-    d = inp["d"]
-    return {"snr": np.array([float(snr(d, q)) for q in inp["q"]], np.float64),
-            "gain": np.array([float(gain(d, int(b))) for b in inp["bits"]], np.float64)}
-
-
 def _snr_judge(inp, out):
     from scaledl.numerics import octav_clip, quantize
 
@@ -173,13 +134,13 @@ def _snr_judge(inp, out):
 
 
 TASKS = (
-    Task("task_1_1", "Task 1.1", ("e4m3_round",), _e4m3_inputs, _e4m3_produce, _e4m3_judge, local_seed=150301,
+    Task("task_1_1", "Task 1.1", ("e4m3_round",), _e4m3_inputs, PRODUCE["task_1_1"], _e4m3_judge, local_seed=150301,
          forbidden=("scaledl.numerics.quantize", "scaledl.numerics.encode", "scaledl.numerics.round_to_values",
                     "ml_dtypes.float8_e4m3fn")),
-    Task("task_1_2", "Task 1.2", ("e4m3_encode",), _codes_inputs, _codes_produce, _codes_judge, local_seed=150302,
+    Task("task_1_2", "Task 1.2", ("e4m3_encode",), _codes_inputs, PRODUCE["task_1_2"], _codes_judge, local_seed=150302,
          forbidden=("ml_dtypes.float8_e4m3fn",), replaced=("e4m3_round",)),
-    Task("task_2_1", "Task 2.1", ("octav",), _octav_inputs, _octav_produce, _octav_judge, local_seed=150303,
+    Task("task_2_1", "Task 2.1", ("octav",), _octav_inputs, PRODUCE["task_2_1"], _octav_judge, local_seed=150303,
          forbidden=("scaledl.numerics.octav_clip",), forbidden_modules=("scaledl.numerics.scaling",)),
-    Task("task_2_2", "Task 2.2", ("snr_db", "clipping_gain_bits"), _snr_inputs, _snr_produce, _snr_judge,
+    Task("task_2_2", "Task 2.2", ("snr_db", "clipping_gain_bits"), _snr_inputs, PRODUCE["task_2_2"], _snr_judge,
          local_seed=150304, forbidden_modules=("scaledl.numerics.scaling",)),
 )

@@ -1,9 +1,10 @@
 """Lab 04 (prune and 2:4-sparsify): the graded tasks, split into inputs, production and judgement.
 
 The specs are the library's (:mod:`scaledl.sparsity`) and :mod:`scaledl.labs.sparse_checks`'s (the SpMV
-spec and its tolerance), called here in the grader's process; the student's kernel only runs their functions.
-The hints name the same bugs as the notebook's checks, decided by the same functions
-(:func:`scaledl.labs.sparse_checks.prune_hint`, ``nm_hint``) in the words of :mod:`scaledl.labs.hints`.
+spec and its tolerance), called here in the grader's process; the student's kernel only runs their functions
+(:mod:`scaledl.course.produce.lab04`). The hints name the same bugs as the notebook's checks, decided by the
+same functions (:func:`scaledl.labs.sparse_checks.prune_hint`, ``nm_hint``) in the words of
+:mod:`scaledl.labs.hints`.
 """
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ import functools
 
 import numpy as np
 
-from scaledl.course.tasks import Task, array, first_mismatch, student
+from scaledl.course.produce.lab04 import GUARD, PRODUCE, case_indices
+from scaledl.course.tasks import Task, array, first_mismatch
 from scaledl.labs.hints import hint, with_hints
 
 SPARSITY = "scaledl.sparsity"
-
-
-def _cases(inp) -> range:
-    return range(len(inp["label"]))
 
 
 def _plain(a, fmt=None):
@@ -91,17 +89,12 @@ def _prune_inputs(rng):
     return {**out, "label": [c[0] for c in cases], "sparsity": [float(c[2]) for c in cases]}
 
 
-def _prune_produce(ns, inp):
-    f = student(ns, "prune_magnitude")
-    return {f"mask{i}": np.asarray(f(inp[f"w{i}"].copy(), inp["sparsity"][i])) for i in _cases(inp)}
-
-
 def _prune_judge(inp, out):
     from scaledl.labs.sparse_checks import prune_hint
     from scaledl.sparsity import magnitude_mask
 
     t = "Task 1.1"
-    for i in _cases(inp):
+    for i in case_indices(inp):
         w, s, label = inp[f"w{i}"], inp["sparsity"][i], inp["label"][i]
         spec = magnitude_mask(w, s)
         title = f"{t}: {label} ({w.shape[0]} x {w.shape[1]}, sparsity {s:.6g})"
@@ -133,17 +126,12 @@ def _nm_inputs(rng):
             "axis": [c[2] for c in cases]}
 
 
-def _nm_produce(ns, inp):
-    f = student(ns, "mask_24")
-    return {f"mask{i}": np.asarray(f(inp[f"w{i}"].copy(), inp["axis"][i])) for i in _cases(inp)}
-
-
 def _nm_judge(inp, out):
     from scaledl.labs.sparse_checks import nm_hint
     from scaledl.sparsity import nm_mask
 
     t = "Task 1.2"
-    for i in _cases(inp):
+    for i in case_indices(inp):
         w, axis, label = inp[f"w{i}"], int(inp["axis"][i]), inp["label"][i]
         spec = nm_mask(w, 2, 4, axis=axis)
         title = f"{t}: {label} ({w.shape[0]} x {w.shape[1]})"
@@ -178,20 +166,11 @@ def _compress_inputs(rng):
     return {**{f"w{i}": c[1] for i, c in enumerate(cases)}, "label": [c[0] for c in cases]}
 
 
-def _compress_produce(ns, inp):
-    f = student(ns, "compress_24")
-    out = {}
-    for i in _cases(inp):
-        values, metadata = f(inp[f"w{i}"].copy())
-        out[f"values{i}"], out[f"metadata{i}"] = np.asarray(values), np.asarray(metadata)
-    return out
-
-
 def _compress_judge(inp, out):
     from scaledl.sparsity import compress_nm
 
     t = "Task 1.3"
-    for i in _cases(inp):
+    for i in case_indices(inp):
         w, label = inp[f"w{i}"], inp["label"][i]
         spec_v, spec_m = compress_nm(w, axis=1)
         title = f"{t}: {label} ({w.shape[0]} x {w.shape[1]})"
@@ -209,9 +188,6 @@ def _compress_judge(inp, out):
 
 
 # ----------------------------------------------------------------------------- Task 2.1: CSR SpMV
-GUARD = 64  # poisoned elements after y on a GPU: a store there means a thread without its row guard
-
-
 def _spmv_inputs(rng):
     from scaledl.labs.sparse_checks import spmv_inputs
 
@@ -225,38 +201,11 @@ def _spmv_inputs(rng):
     return {**out, "label": [f"{m} x {k} at density {d}" for m, k, d in sizes]}
 
 
-def _launch_poisoned(launch, args, rows):
-    """y after ``launch(*args, y)`` into NaN, followed by GUARD elements that only a stray store changes."""
-    from scaledl import device
-
-    if device.on_gpu():
-        cuda = device.cuda()
-        buf = cuda.to_device(np.full(rows + GUARD, np.nan, np.float32))
-        launch(*(cuda.to_device(a) for a in args), buf[:rows])
-        cuda.synchronize()
-        return buf.copy_to_host()
-    y = np.full(rows, np.nan, np.float32)  # the simulator raises IndexError on a store past the end
-    launch(*args, y)
-    return np.concatenate([y, np.full(GUARD, np.nan, np.float32)])
-
-
-def _spmv_produce(ns, inp):
-    launch = student(ns, "spmv_launch")
-    out = {}
-    for i in _cases(inp):
-        args = tuple(inp[f"{name}{i}"] for name in ("indptr", "indices", "data", "x"))
-        try:  # two runs: results that differ reveal a race
-            out[f"y{i}"] = np.stack([_launch_poisoned(launch, args, args[0].size - 1) for _ in range(2)])
-        except IndexError as err:
-            out[f"error{i}"] = f"IndexError: {err}"[:200]
-    return out
-
-
 def _spmv_judge(inp, out):
     from scaledl.labs.sparse_checks import spmv_spec, spmv_tolerance
 
     t = "Task 2.1"
-    for i in _cases(inp):
+    for i in case_indices(inp):
         args = tuple(inp[f"{name}{i}"] for name in ("indptr", "indices", "data", "x"))
         rows, title = args[0].size - 1, f"{t}: {inp['label'][i]}"
         if f"error{i}" in out:
@@ -316,12 +265,6 @@ def _network_inputs(rng):
     return {}  # nothing to draw: the task is the notebook's fixed network, judged on the fixed test set
 
 
-def _network_produce(name):
-    def produce(ns, inp):
-        return {k: np.array(v) for k, v in student(ns, name).parameters().items()}
-    return produce
-
-
 def _network(out, title):
     """The student's parameters as received (checked: every one present, right shape, finite) and the
     model built from them."""
@@ -378,19 +321,19 @@ def _nm_network_judge(inp, out):
 
 
 TASKS = (
-    Task("task_1_1", "Task 1.1", ("prune_magnitude",), _prune_inputs, _prune_produce, _prune_judge,
+    Task("task_1_1", "Task 1.1", ("prune_magnitude",), _prune_inputs, PRODUCE["task_1_1"], _prune_judge,
          local_seed=150401, forbidden_modules=(SPARSITY,)),
-    Task("task_1_2", "Task 1.2", ("mask_24",), _nm_inputs, _nm_produce, _nm_judge, local_seed=150402,
+    Task("task_1_2", "Task 1.2", ("mask_24",), _nm_inputs, PRODUCE["task_1_2"], _nm_judge, local_seed=150402,
          forbidden_modules=(SPARSITY,)),
-    Task("task_1_3", "Task 1.3", ("compress_24",), _compress_inputs, _compress_produce, _compress_judge,
+    Task("task_1_3", "Task 1.3", ("compress_24",), _compress_inputs, PRODUCE["task_1_3"], _compress_judge,
          local_seed=150403, forbidden_modules=(SPARSITY,)),
-    Task("task_2_1", "Task 2.1", ("make_spmv_kernel", "spmv_launch"), _spmv_inputs, _spmv_produce, _spmv_judge,
+    Task("task_2_1", "Task 2.1", ("make_spmv_kernel", "spmv_launch"), _spmv_inputs, PRODUCE["task_2_1"], _spmv_judge,
          local_seed=150404, forbidden_modules=(SPARSITY, "scaledl.kernels", "scipy.sparse"), requires_kernel=True),
-    Task("task_3_1", "Task 3.1", ("prune_mlp",), _network_inputs, _network_produce("pruned"), _pruned_judge,
+    Task("task_3_1", "Task 3.1", ("prune_mlp",), _network_inputs, PRODUCE["task_3_1"], _pruned_judge,
          local_seed=150405, forbidden=("scaledl.sparsity.prune_and_retrain", "scaledl.sparsity.prune_masks",
                                        "scaledl.sparsity.magnitude_mask", "scaledl.sparsity.score_mask",
                                        "scaledl.sparsity.top_k_mask")),
-    Task("task_3_2", "Task 3.2", ("sparsify_24",), _network_inputs, _network_produce("sparse24"),
+    Task("task_3_2", "Task 3.2", ("sparsify_24",), _network_inputs, PRODUCE["task_3_2"],
          _nm_network_judge, local_seed=150406,
          forbidden=("scaledl.sparsity.nm_masks", "scaledl.sparsity.nm_mask", "scaledl.sparsity.masks.nm_positions",
                     "scaledl.sparsity.compress_nm")),

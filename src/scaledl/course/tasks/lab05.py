@@ -3,8 +3,9 @@
 - Task 1.1, ``ring_schedule(p, length)``: its rounds come back as data ([src, dst, start, stop, op] per
   transfer); the judge plays them on integer buffers against the exact sum and simulates them on a uniform
   switch against 2 (p-1) alpha + 2 (p-1)/p n beta, with :func:`scaledl.labs.ring.check_ring_schedule`.
-- Task 2.1, ``ring_allreduce_mpi(comm, x)``: run under ``mpiexec`` at 4 ranks (:mod:`.mpi_runner`), one length
-  past MPICH's eager limit so that a ring which sends before it receives deadlocks and times out.
+- Task 2.1, ``ring_allreduce_mpi(comm, x)``: run under ``mpiexec`` at 4 ranks
+  (:mod:`scaledl.course.produce.mpi_runner`), one length past MPICH's eager limit so that a ring which sends
+  before it receives deadlocks and times out.
 - Task 3.1-3.2, ``ring_cost`` and ``best_ring_order`` on a DGX-1 with one slow NVLink, against
   :func:`scaledl.comm.topology.ring_seconds_per_byte` and an exhaustive search.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scaledl.course.tasks import Task, array, student
+from scaledl.course.produce.lab05 import PRODUCE, mpi_data, slow_link_topology
+from scaledl.course.tasks import Task, array
 from scaledl.labs.hints import hint, with_hints
 
 # --- Task 1.1: the ring as a schedule -------------------------------------------------------------------------
@@ -28,25 +30,6 @@ def _schedule_inputs(rng):
     lengths = [int(rng.integers(3, 5)), int(rng.integers(50, 99))]  # shorter than p (empty blocks), and odd-ish
     cases = [[p, n] for n in lengths] + [[q, 4 * q] for q in TIMED_RANKS]
     return {"p": p, "lengths": lengths, "seed": int(rng.integers(2**31)), "cases": cases}
-
-
-def _schedule_produce(ns, inp):
-    from scaledl.comm.schedule import Transfer
-
-    f = student(ns, "ring_schedule")
-    out = []
-    for p, length in inp["cases"]:
-        rounds = []
-        for k, rnd in enumerate(f(int(p), int(length))):
-            row = []
-            for t in rnd:
-                if not isinstance(t, Transfer):
-                    raise TypeError(f"round {k} of ring_schedule({p}, {length}) holds {t!r}; each round must be a "
-                                    "list of scaledl.comm.schedule.Transfer(src, dst, start, stop, op)")
-                row.append([int(t.src), int(t.dst), int(t.start), int(t.stop), str(t.op)])
-            rounds.append(row)
-        out.append(rounds)
-    return {"schedules": out}
 
 
 def _is_int(v) -> bool:
@@ -108,12 +91,6 @@ MPI_CALL_TIMEOUT_s = 15.0  # from the moment every rank has started: the three c
 EAGER_FLOATS = 16_384  # 64 KiB of float32, MPICH's largest eager size: a block above it must be received
 
 
-def _mpi_data(seed: int, rank: int, length: int) -> np.ndarray:
-    """Rank ``rank``'s vector: quarters in [-16, 16), so every summation order gives the exact sum in float32."""
-    rng = np.random.default_rng([seed, rank, length])
-    return (rng.integers(-64, 64, length) / 4).astype(np.float32)
-
-
 def _odd(rng, lo: int, hi: int) -> int:
     """A length in [lo, hi) that is not a multiple of the ranks, so the blocks differ in size."""
     n = int(rng.integers(lo, hi))
@@ -125,23 +102,6 @@ def _mpi_inputs(rng):
                _odd(rng, 120_001, 130_000)]  # blocks of ~30 000 floats: past the eager limit
     return {"ranks": MPI_RANKS, "lengths": lengths, "seed": int(rng.integers(2**31)), "timeout_s": MPI_TIMEOUT_s,
             "call_timeout_s": MPI_CALL_TIMEOUT_s}
-
-
-def _mpi_produce(ns, inp):
-    from scaledl.course.tasks.mpi_runner import call_on_ranks
-
-    f = student(ns, "ring_allreduce_mpi")
-    p, seed = int(inp["ranks"]), int(inp["seed"])
-    xs = [[_mpi_data(seed, r, int(n)) for r in range(p)] for n in inp["lengths"]]
-    call_s = inp.get("call_timeout_s")
-    run = call_on_ranks(f, xs, timeout_s=float(inp["timeout_s"]),
-                        call_timeout_s=None if call_s is None else float(call_s))
-    out = {"status": run.status, "log": run.log, "limit": run.limit or ""}
-    for i, row in enumerate(run.results):
-        for r, got in enumerate(row):
-            if got is not None:
-                out[f"got_l{i}_r{r}"] = got
-    return out
 
 
 def _limits(inp) -> str:
@@ -162,7 +122,7 @@ def _mpi_judge(inp, out):
                              f"{log[-1500:]}")
     p, seed = int(inp["ranks"]), int(inp["seed"])
     for i, n in enumerate(int(n) for n in inp["lengths"]):
-        xs = [_mpi_data(seed, r, n) for r in range(p)]
+        xs = [mpi_data(seed, r, n) for r in range(p)]
         want = np.sum(np.asarray(xs, np.float64), axis=0)  # exact: quarters of small integers
         for r in range(p):
             got = array(out, f"got_l{i}_r{r}", shape=(n,), dtype="f", title=t).astype(np.float64)
@@ -179,14 +139,6 @@ def _mpi_judge(inp, out):
 ORDERS = 8  # random orders whose cost ring_cost must match (today's hidden test: samples=8)
 
 
-def _topology(inp):
-    """The DGX-1 hybrid cube mesh with link ``slow`` at 1/``factor`` of its bandwidth, both directions."""
-    from scaledl.comm import topology as T
-
-    a, b = (int(v) for v in inp["slow"])
-    return T.with_links(T.hybrid_cube_mesh(), {(a, b): {"bandwidth_Bps": T.NVLINK1_P100_LINK_Bps / inp["factor"]}})
-
-
 def _order_inputs(rng):
     from scaledl.comm import topology as T
 
@@ -196,17 +148,10 @@ def _order_inputs(rng):
     return {"slow": list(slow), "factor": int(rng.integers(3, 12)), "orders": orders}
 
 
-def _order_produce(ns, inp):
-    cost, best = student(ns, "ring_cost"), student(ns, "best_ring_order")
-    costs = [float(cost(_topology(inp), [int(r) for r in order])) for order in inp["orders"]]
-    return {"costs": np.array(costs, np.float64),
-            "best": np.array([int(r) for r in best(_topology(inp))], np.int64)}
-
-
 def _order_judge(inp, out):
     from scaledl.comm import topology as T
 
-    topo = _topology(inp)
+    topo = slow_link_topology(inp)
     label = f"the DGX-1 with link {inp['slow'][0]}-{inp['slow'][1]} at 1/{inp['factor']}"
     orders = np.asarray(inp["orders"])
     got = array(out, "costs", shape=(len(orders),), dtype="f", title="Task 3.1").astype(np.float64)
@@ -230,14 +175,15 @@ def _order_judge(inp, out):
 
 
 TASKS = (
-    Task("task_1_1", "Task 1.1", ("ring_schedule",), _schedule_inputs, _schedule_produce, _schedule_judge,
+    Task("task_1_1", "Task 1.1", ("ring_schedule",), _schedule_inputs, PRODUCE["task_1_1"], _schedule_judge,
          local_seed=150501,
          forbidden=("scaledl.comm.schedule.build", "scaledl.comm.schedule.allreduce", "scaledl.comm.schedule._ring")),
-    Task("task_2_1", "Task 2.1", ("ring_allreduce_mpi",), _mpi_inputs, _mpi_produce, _mpi_judge, local_seed=150504,
+    Task("task_2_1", "Task 2.1", ("ring_allreduce_mpi",), _mpi_inputs, PRODUCE["task_2_1"], _mpi_judge,
+         local_seed=150504,
          forbidden=("scaledl.comm.mpi.ring_allreduce", "scaledl.comm.mpi.schedule_allreduce"),
          forbidden_attributes=("Allreduce", "allreduce", "Iallreduce", "Reduce", "Reduce_scatter",
                                "Reduce_scatter_block")),
-    Task("task_3_1_3_2", "Task 3.1-3.2", ("ring_cost", "best_ring_order"), _order_inputs, _order_produce,
+    Task("task_3_1_3_2", "Task 3.1-3.2", ("ring_cost", "best_ring_order"), _order_inputs, PRODUCE["task_3_1_3_2"],
          _order_judge, local_seed=150503,
          forbidden=("scaledl.comm.topology.ring_seconds_per_byte", "scaledl.comm.topology.ring_order")),
 )

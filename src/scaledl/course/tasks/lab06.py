@@ -1,11 +1,12 @@
 """Lab 06 (Deep Gradient Compression): the graded tasks, split into inputs, production and judgement.
 
-Tasks 1.2, 2.1 and 2.2 are graded on their own: ``produce`` runs the student's compressor with the
-reference top-k (:func:`scaledl.labs.dgc_checks.spec_top_k`) in place of theirs, so a wrong Task 1.1 costs
-only Task 1.1. Task 3.1 runs the student's reducer on compressors whose messages are fixed in advance
-(:class:`_Fixed`), so it does not depend on their compressors either. Every judge compares with the
-independent specification in :mod:`scaledl.labs.dgc_checks`, computed in the grader's process, and names the
-classic bug with the same functions as the notebook's checks (``top_k_hint``, ``ef_hint``, ``dgc_hint``).
+Tasks 1.2, 2.1 and 2.2 are graded on their own: their produce functions (:mod:`scaledl.course.produce.lab06`)
+run the student's compressor with the reference top-k (:func:`scaledl.labs.dgc_checks.spec_top_k`) in place of
+theirs, so a wrong Task 1.1 costs only Task 1.1. Task 3.1 runs the student's reducer on compressors whose
+messages are fixed in advance (:func:`scaledl.course.produce.lab06.fixed_message`), so it does not depend on
+their compressors either. Every judge compares with the independent specification in
+:mod:`scaledl.labs.dgc_checks`, computed in the grader's process, and names the classic bug with the same
+functions as the notebook's checks (``top_k_hint``, ``ef_hint``, ``dgc_hint``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from scaledl.course.tasks import Task, array, first_mismatch, student
+from scaledl.course.produce.lab06 import DGC, PRODUCE, REDUCER_STEPS, SIZES, fixed_message
+from scaledl.course.tasks import Task, array, first_mismatch
 from scaledl.labs.hints import hint, with_hints
 
 LIBRARY = ("scaledl.comm.compression", "scaledl.labs.dgc_checks")  # the library's compressors and the spec
 BYTES_PER_SENT = 8     # the wire format: a uint32 index and a float32 value per sent element
 STEPS = 9              # compress() calls per case in Tasks 1.2-2.2: long enough for residuals to build up
-REDUCER_STEPS = 2      # reducer calls in Task 3.1: the second shows whether it keeps state it should not
-SIZES = [64, 128, 10]  # the lab's digits MLP
 WORKERS, BATCH, EPOCHS = 8, 64, 30  # the lab's training run (its cell "data = digits()")
 # Task 3.2's seeds: 1..60 but those where the solution falls short of 96.67 % test accuracy (the check asks
 # 96 %; seed 12 gives 96.44 %, 18 gives 94.0 %, 43 gives 89.6 %), so a correct answer never fails on an unlucky
@@ -66,15 +66,6 @@ def _top_k_inputs(rng):
     return inp
 
 
-def _top_k_produce(ns, inp):
-    f = student(ns, "top_k")
-    out = {}
-    for i, ks in enumerate(inp["ks"]):
-        for j, k in enumerate(ks):
-            out[f"got{i}_{j}"] = np.asarray(f(inp[f"v{i}"].copy(), k))
-    return out
-
-
 def _top_k_judge(inp, out):
     import scaledl.labs.dgc_checks as D
 
@@ -98,29 +89,6 @@ def _sparse_inputs(rng):
     for c, shape in enumerate(shapes):
         inp[f"grads{c}"] = (rng.integers(-16, 17, (STEPS, *shape)) / 8).astype(np.float32)
     return inp
-
-
-def _run_compressor(ns, inp, make, state):
-    """Each case's messages and final ``state`` ({output name: attribute}) with the reference top-k in ns."""
-    import scaledl.labs.dgc_checks as D
-
-    theirs, had = ns.get("top_k"), "top_k" in ns
-    ns["top_k"] = D.spec_top_k  # graded on its own: a wrong Task 1.1 must not cost this task too
-    try:
-        out = {}
-        for c, ratio in enumerate(inp["ratios"]):
-            comp = make(ratio)
-            for t, g in enumerate(inp[f"grads{c}"]):
-                idx, values = comp.compress(g.copy(), "h")
-                out[f"idx{c}_{t}"], out[f"val{c}_{t}"] = np.asarray(idx), np.asarray(values)
-            for name, attribute in state.items():
-                out[f"{name}{c}"] = np.array(getattr(comp, attribute)["h"])
-        return out
-    finally:
-        if had:
-            ns["top_k"] = theirs
-        else:
-            del ns["top_k"]
 
 
 def _sent(out, c, t, n, title, where) -> np.ndarray:
@@ -147,11 +115,6 @@ def _check_case(out, c, grads, ratio, spec_sent, spec_state, title):
     for name, want in spec_state.items():
         got = array(out, f"{name}{c}", title=title, shape=shape, dtype="f")
         _differ(got, want, title, f"elements of {name} after {STEPS} steps ({where})")
-
-
-def _topk_ef_produce(ns, inp):
-    cls = student(ns, "TopKEF")
-    return _run_compressor(ns, inp, cls, {"residual": "residuals"})
 
 
 def _hinted(check, why):
@@ -188,13 +151,8 @@ def _topk_ef_judge(inp, out):
         _hinted(lambda: _check_case(out, c, grads, ratio, sent, {"residual": residual}, "Task 1.2"), why)
 
 
-def _dgc_task(title, momentum, masking):
-    """(produce, judge) of a DGC task: the student's DGCCompressor(ratio, momentum, masking)."""
-
-    def produce(ns, inp):
-        cls = student(ns, "DGCCompressor")
-        return _run_compressor(ns, inp, lambda r: cls(r, momentum=momentum, masking=masking),
-                               {"u": "velocity", "v": "residuals"})
+def _dgc_judge(title, momentum, masking):
+    """The judge of a DGC task: the student's DGCCompressor(ratio, momentum, masking)."""
 
     def judge(inp, out):
         import scaledl.labs.dgc_checks as D
@@ -209,28 +167,10 @@ def _dgc_task(title, momentum, masking):
 
             _hinted(lambda: _check_case(out, c, grads, ratio, sent, {"v": v, "u": u}, title), why)
 
-    return produce, judge
+    return judge
 
 
 # ----------------------------------------------------------------------------------------- Task 3.1
-def _fixed_message(w: int, stride: int, grad):
-    """Worker w's fixed message: the elements w, w + stride, ... of ``grad``, scaled by (w + 2)."""
-    flat = np.asarray(grad).ravel()
-    idx = np.arange(w % flat.size, flat.size, stride)
-    return idx, flat[idx] * np.float32(w + 2)
-
-
-class _Fixed:
-    """A compressor whose messages are fixed in advance (:func:`_fixed_message`); it records the keys."""
-
-    def __init__(self, w: int, stride: int = 5):
-        self.w, self.stride, self.keys = w, stride, []
-
-    def compress(self, grad, key=""):
-        self.keys.append(key)
-        return _fixed_message(self.w, self.stride, grad)
-
-
 def _reducer_inputs(rng):
     workers, stride = int(rng.integers(3, 7)), int(rng.integers(3, 7))
     r, c, o = (2 * int(rng.integers(1, 5)) + 1 for _ in range(3))
@@ -241,22 +181,6 @@ def _reducer_inputs(rng):
     return inp
 
 
-def _reducer_produce(ns, inp):
-    cls = student(ns, "CompressedReducer")
-    names, workers = inp["names"], inp["workers"]
-    comps = [_Fixed(w, inp["stride"]) for w in range(workers)]
-    reducer = cls(comps)
-    out = {}
-    for step in range(REDUCER_STEPS):
-        summed = reducer([{name: inp[f"grad{i}"][w].copy() for i, name in enumerate(names)}
-                          for w in range(workers)])
-        for i, name in enumerate(names):
-            out[f"sum{step}_{i}"] = np.array(summed[name])
-    out["keys"] = [list(c.keys) for c in comps]
-    out["sent_bytes"], out["dense_bytes"] = list(reducer.sent_bytes), list(reducer.dense_bytes)
-    return out
-
-
 def _reducer_judge(inp, out):
     t = "Task 3.1"
     names, workers, stride = inp["names"], inp["workers"], inp["stride"]
@@ -265,7 +189,7 @@ def _reducer_judge(inp, out):
         grads = inp[f"grad{i}"]
         want = np.zeros(grads.shape[1:], np.float32)
         for w in range(workers):
-            idx, values = _fixed_message(w, stride, grads[w])
+            idx, values = fixed_message(w, stride, grads[w])
             flat = np.zeros(want.size, np.float32)
             flat[idx] = values
             want += flat.reshape(want.shape)
@@ -295,21 +219,6 @@ def _training_inputs(rng):
     return {"seed": int(rng.choice(TRAIN_SEEDS)), "workers": WORKERS, "batch": BATCH, "epochs": EPOCHS}
 
 
-def _training_produce(ns, inp):
-    from scaledl.nn import digits, mlp, train
-
-    reducer_cls, compressor_cls = student(ns, "CompressedReducer"), student(ns, "DGCCompressor")
-    ratio, optimizer = student(ns, "ratio"), student(ns, "optimizer")
-    reducer = reducer_cls([compressor_cls(ratio) for _ in range(inp["workers"])])
-    model = mlp(SIZES, seed=inp["seed"])
-    h = train(model, digits(), epochs=inp["epochs"], batch_size=inp["batch"], workers=inp["workers"],
-              reducer=reducer, optimizer=optimizer, seed=inp["seed"])
-    out = {f"weight {name}": np.array(w) for name, w in model.parameters().items()}
-    out["sent_bytes"], out["dense_bytes"] = list(reducer.sent_bytes), list(reducer.dense_bytes)
-    out["steps"] = h.steps
-    return out
-
-
 def _training_judge(inp, out):
     import scaledl.labs.dgc_checks as D
     from scaledl.nn import digits, mlp
@@ -335,23 +244,23 @@ def _training_judge(inp, out):
     assert res.passed, f"{t}, with another seed ({inp['seed']}): {res}"
 
 
-_dgc_produce, _dgc_judge = _dgc_task("Task 2.1", 0.75, False)
-_masking_produce, _masking_judge = _dgc_task("Task 2.2", 0.5, True)
+_dgc_momentum_judge = _dgc_judge("Task 2.1", *DGC["task_2_1"])
+_dgc_masking_judge = _dgc_judge("Task 2.2", *DGC["task_2_2"])
 
 TASKS = (
-    Task("task_1_1", "Task 1.1", ("top_k",), _top_k_inputs, _top_k_produce, _top_k_judge, local_seed=150601,
+    Task("task_1_1", "Task 1.1", ("top_k",), _top_k_inputs, PRODUCE["task_1_1"], _top_k_judge, local_seed=150601,
          forbidden_modules=LIBRARY),
-    Task("task_1_2", "Task 1.2", ("TopKEF.compress",), _sparse_inputs, _topk_ef_produce, _topk_ef_judge,
+    Task("task_1_2", "Task 1.2", ("TopKEF.compress",), _sparse_inputs, PRODUCE["task_1_2"], _topk_ef_judge,
          local_seed=150602, forbidden_modules=LIBRARY,
          replaced=("top_k",)),
-    Task("task_2_1", "Task 2.1", ("DGCCompressor.compress",), _sparse_inputs, _dgc_produce, _dgc_judge,
+    Task("task_2_1", "Task 2.1", ("DGCCompressor.compress",), _sparse_inputs, PRODUCE["task_2_1"], _dgc_momentum_judge,
          local_seed=150603, forbidden_modules=LIBRARY,
          replaced=("top_k",)),
-    Task("task_2_2", "Task 2.2", ("DGCCompressor.compress",), _sparse_inputs, _masking_produce, _masking_judge,
+    Task("task_2_2", "Task 2.2", ("DGCCompressor.compress",), _sparse_inputs, PRODUCE["task_2_2"], _dgc_masking_judge,
          local_seed=150604, forbidden_modules=LIBRARY,
          replaced=("top_k",)),
-    Task("task_3_1", "Task 3.1", ("CompressedReducer.__call__",), _reducer_inputs, _reducer_produce,
+    Task("task_3_1", "Task 3.1", ("CompressedReducer.__call__",), _reducer_inputs, PRODUCE["task_3_1"],
          _reducer_judge, local_seed=150605, forbidden_modules=LIBRARY),
     # Task 3.2 is answered by two values (ratio, optimizer), not a function: today's hidden test guards nothing.
-    Task("task_3_2", "Task 3.2", (), _training_inputs, _training_produce, _training_judge, local_seed=150606),
+    Task("task_3_2", "Task 3.2", (), _training_inputs, PRODUCE["task_3_2"], _training_judge, local_seed=150606),
 )

@@ -1,10 +1,15 @@
-"""Lab 07 (batch dispatch): the graded tasks, split into inputs, production and judgement."""
+"""Lab 07 (batch dispatch): the graded tasks, split into inputs, production and judgement.
+
+The student's policies run in the event loop of :mod:`scaledl.course.produce.lab07`; the judges run the
+library's reference policies (:mod:`scaledl.serve.hook`) on the same arrivals here.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from scaledl.course.tasks import Task, array, number, student
+from scaledl.course.produce.lab07 import PRODUCE, is_int, run_at_load
+from scaledl.course.tasks import Task, array, number
 from scaledl.labs.hints import hint, with_hints
 
 N_POLICY_REQUESTS = 3000   # per load in Task 1.1: the plain-Python event loop serves them in milliseconds
@@ -23,17 +28,6 @@ def _int_list(out: dict, key: str, n: int, title: str) -> list:
     return got
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _answer(v):
-    """A policy's answer as plain data: an int stays an int, anything else is kept as its repr to show."""
-    if isinstance(v, np.integer):
-        v = int(v)
-    return v if _is_int(v) else repr(v)[:60]
-
-
 def _policy_table(rng, n: int, max_batches) -> list:
     """(waiting, busy, max_batch) triples: empty queue, fewer than, exactly and more than max_batch waiting."""
     rows = []
@@ -49,7 +43,7 @@ def _table_judge(name: str, spec, rows, got, title: str) -> None:
 
     for (w, busy, mb), g in zip(rows, got):
         want = spec(w, busy, mb)
-        if not (_is_int(g) and g == want):
+        if not (is_int(g) and g == want):
             raise AssertionError(with_hints(f"{title}: {name}({w}, {busy}, {mb}): Yours {g!r}, Spec {want}",
                                             [policy_hint(w, busy, mb, g, want)]))
 
@@ -70,29 +64,6 @@ def _dispatch_inputs(rng):
             "table": _policy_table(rng, 40, [1, 2, 5, 8, 13])}
 
 
-def _run(policy, load: dict, inp: dict):
-    from scaledl.serve import linear
-    from scaledl.serve.hook import run_policy
-
-    return run_policy(policy, rate=load["rate"], service=linear(load["a_s"], load["c_s"]),
-                      n_requests=inp["n_requests"], max_batch=load["max_batch"], seed=inp["seed"])
-
-
-def _dispatch_produce(ns, inp):
-    f = student(ns, "batch_dispatch")
-    out = {"table": [_answer(f(w, busy, mb)) for w, busy, mb in inp["table"]]}
-    for i, load in enumerate(inp["loads"]):
-        try:
-            r = _run(f, load, inp)
-        except (TypeError, ValueError) as e:  # the event loop refusing a policy's answer: shown by the judge
-            out[f"error_{i}"] = f"{type(e).__name__}: {e}"
-            continue
-        out[f"batch_size_{i}"] = r.batch_size
-        out[f"overlapping_{i}"] = r.overlapping
-        out[f"unserved_{i}"] = r.unserved
-    return out
-
-
 def _dispatch_judge(inp, out):
     from scaledl.serve.hook import batch_dispatch_spec
 
@@ -103,7 +74,7 @@ def _dispatch_judge(inp, out):
         case = f"{t}: rate {load['rate']:.0f} req/s, max_batch={load['max_batch']}"
         if isinstance(out.get(f"error_{i}"), str):
             raise AssertionError(f"{case}: {out[f'error_{i}']:.300}")
-        want = _run(batch_dispatch_spec, load, inp).batch_size
+        want = run_at_load(batch_dispatch_spec, load, inp).batch_size
         got = array(out, f"batch_size_{i}", dtype="iu", title=case)
         if got.ndim != 1:
             raise AssertionError(f"{case}: batch sizes have shape {got.shape}; expected a list of batches")
@@ -141,12 +112,6 @@ def _md1_inputs(rng):
     return {"cases": cases, "table": [rows[i] for i in rng.permutation(len(rows))]}
 
 
-def _md1_produce(ns, inp):
-    wait, one = student(ns, "md1_wait"), student(ns, "one_at_a_time")
-    return {"wait": np.array([float(wait(r, s)) for r, s in inp["cases"]], np.float64),
-            "table": [_answer(one(w, busy, mb)) for w, busy, mb in inp["table"]]}
-
-
 def _md1_judge(inp, out):
     from scaledl.serve import md1_mean_wait_s
     from scaledl.serve.hook import single_spec
@@ -171,11 +136,6 @@ def _steady_inputs(rng):
         if r * c < 0.9:  # batches stay finite
             cases.append([r, a, c])
     return {"cases": cases}
-
-
-def _steady_produce(ns, inp):
-    f = student(ns, "steady_batch")
-    return {"batch": np.array([float(f(r, a, c)) for r, a, c in inp["cases"]], np.float64)}
 
 
 def _steady_judge(inp, out):
@@ -207,16 +167,6 @@ def _users_inputs(rng):
             "slos_s": [float(full * rng.uniform(lo, hi)) for lo, hi in SLO_BATCHES]}
 
 
-def _users_produce(ns, inp):
-    from scaledl.serve import linear
-    from scaledl.serve.hook import batch_dispatch_spec
-
-    f = student(ns, "max_users")
-    service = linear(inp["a_s"], inp["c_s"])
-    return {"users": np.array([float(f(batch_dispatch_spec, service, slo, inp["max_batch"])) for slo in inp["slos_s"]],
-                              np.float64)}
-
-
 def _users_judge(inp, out):
     from scaledl.serve import linear, max_rate_at_slo
 
@@ -232,14 +182,14 @@ def _users_judge(inp, out):
 
 
 TASKS = (
-    Task("task_1_1", "Task 1.1", ("batch_dispatch",), _dispatch_inputs, _dispatch_produce, _dispatch_judge,
+    Task("task_1_1", "Task 1.1", ("batch_dispatch",), _dispatch_inputs, PRODUCE["task_1_1"], _dispatch_judge,
          local_seed=150701, forbidden=("scaledl.serve.hook.batch_dispatch_spec", "scaledl.serve.hook.single_spec")),
-    Task("task_1_2", "Task 1.2", ("md1_wait", "one_at_a_time"), _md1_inputs, _md1_produce, _md1_judge,
+    Task("task_1_2", "Task 1.2", ("md1_wait", "one_at_a_time"), _md1_inputs, PRODUCE["task_1_2"], _md1_judge,
          local_seed=150702, forbidden=("scaledl.serve.md1_mean_wait_s", "scaledl.serve.hook.single_spec"),
          forbidden_modules=("scaledl.serve.theory",)),
-    Task("task_2_1", "Task 2.1", ("steady_batch",), _steady_inputs, _steady_produce, _steady_judge,
+    Task("task_2_1", "Task 2.1", ("steady_batch",), _steady_inputs, PRODUCE["task_2_1"], _steady_judge,
          local_seed=150704, forbidden=("scaledl.serve.eager_steady_batch",),
          forbidden_modules=("scaledl.serve.theory",)),
-    Task("task_3_1", "Task 3.1", ("max_users",), _users_inputs, _users_produce, _users_judge, local_seed=150705,
+    Task("task_3_1", "Task 3.1", ("max_users",), _users_inputs, PRODUCE["task_3_1"], _users_judge, local_seed=150705,
          forbidden=("scaledl.serve.max_rate_at_slo",), forbidden_modules=("scaledl.serve.slo",)),
 )
