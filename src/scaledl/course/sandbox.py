@@ -31,7 +31,8 @@ from pathlib import Path
 
 from scaledl._args import UsageError
 from scaledl.course.account import GRADING_ACCOUNT, _chown_tree, grading_user
-from scaledl.course.limits import Limits, _enter
+from scaledl.course.limits import Limits, trampoline
+from scaledl.course.mounts import INSIDE, bwrap_mounts, quota_possible, workspace
 from scaledl.course.processes import Cgroup, kill, processes
 
 LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
@@ -39,11 +40,9 @@ LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
 # make namespaces (Gradescope's; scaledl.course.gradescope). Runs at once could reach each other's workdirs
 # (one uid, one /tmp), so detect("auto") never picks it for a batch.
 ACCOUNT = "account"
-INSIDE = Path("/sandbox")  # where bwrap shows the workdir
 OUTPUT_TAIL_BYTES = 64 << 10  # the last lines are what explains a crash; a runaway print loop is not kept
 MARK_VAR = "SCALEDL_SANDBOX"  # marks processes where uid and namespaces cannot tell them apart
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
-_SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _KILL_WAIT_S = 10.0  # a SIGKILLed tree is gone in milliseconds; this only bounds a stuck kernel
 
 
@@ -55,6 +54,38 @@ class Result:
     timed_out: bool
     seconds: float
     output: str  # last 64 kB of stdout+stderr
+
+
+@dataclass
+class Running:
+    """A run :meth:`Sandbox.start` began: wait for it, then ``finish`` (kills what is left, returns a Result)."""
+
+    box: Sandbox
+    proc: subprocess.Popen
+    cg: Cgroup | None
+    run_id: str
+    outdir: Path
+    started: float
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """True when the run's first process ended within ``timeout_s`` (None: however long it takes)."""
+        try:
+            self.proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def finish(self, *, timed_out: bool = False) -> Result:
+        """SIGKILL everything the run started, wait until it is gone, and say how it ended."""
+        try:
+            self.box._kill_run(self.proc, self.cg, self.run_id)
+            seconds = time.perf_counter() - self.started
+            return Result(None if timed_out else self.proc.returncode, timed_out, seconds,
+                          _tail(self.outdir / "output"))
+        finally:
+            if self.cg is not None:
+                self.cg.remove()
+            shutil.rmtree(self.outdir, ignore_errors=True)
 
 
 @dataclass
@@ -95,26 +126,42 @@ class Sandbox:
         """One line: what protects the instructor at this level, and what does not."""
         limits = "rlimits" + (f" + {self.cgroup} memory/pids cgroup" if self.cgroup else " (no cgroup: memory "
                                                                                          "limited per process only)")
+        disk = (f"a {Limits().disk_bytes >> 20} MiB quota on everything it writes (one tmpfs)" if self.quota else
+                f"no disk quota (each file under {Limits().file_size_bytes >> 20} MB; a quota needs root)")
+        view = "the library's answers and the grader's code left out of its view of the package"
         if self.level == "bwrap" and self.user:
             return (f"bwrap: runs as {self.user} (uid {self._uid}) in new pid/net/ipc/uts/mount namespaces; sees "
-                    f"only read-only system, Python, venv and package dirs, writes only its workdir, /tmp and "
-                    f"/dev/shm; no network; {limits}; not covered: kernel exploits (no seccomp)")
+                    f"only read-only system, Python, venv and package dirs, {view}; writes only its workdir, /tmp "
+                    f"and /dev/shm, {disk}; no network; {limits}; not covered: kernel exploits (no seccomp)")
         if self.level == "bwrap":
             return (f"bwrap (unprivileged): keeps the instructor's uid {os.geteuid()} inside a user namespace; sees "
-                    f"only read-only system, Python, venv and package dirs, writes only its workdir, /tmp and "
-                    f"/dev/shm; no network; {limits}; a namespace escape would act as the instructor (run as "
-                    f"root to use {GRADING_ACCOUNT})")
+                    f"only read-only system, Python, venv and package dirs, {view}; writes only its workdir, /tmp "
+                    f"and /dev/shm, {disk}; no network; {limits}; a namespace escape would act as the instructor "
+                    f"(run as root to use {GRADING_ACCOUNT})")
+        unviewed = ("the library's answers and the grader's code are NOT left out (no mount namespace): a "
+                    "submission that reaches past an import is flagged for review")
         if self.level == ACCOUNT:
             return (f"account: runs as {self.user} (uid {self._uid}) with no namespace: files are protected only by "
-                    f"their permissions, processes are found by uid and killed; network is NOT isolated; {limits}; "
-                    f"for a container that grades one submission")
+                    f"their permissions, processes are found by uid and killed, and its files outside the results "
+                    f"removed after each run; {unviewed}; network is NOT isolated; {disk}; {limits}; for a "
+                    f"container that grades one submission")
         if self.level == "user":
             return (f"user: runs as {self.user} (uid {self._uid}) in a new pid namespace; the instructor's files "
-                    f"are protected only by their permissions (world-readable ones are readable); network is "
-                    f"NOT isolated; {limits}; {INSTALL_HINT} for the bwrap level")
+                    f"are protected only by their permissions (world-readable ones are readable); {unviewed}; "
+                    f"network is NOT isolated; {disk}; {limits}; {INSTALL_HINT} for the bwrap level")
         return (f"none: same uid {os.geteuid()} as the grader, scrubbed environment, new session, {limits}; "
                 f"protects against runaway processes only: the instructor's files and the grader are NOT "
-                f"protected; {INSTALL_HINT}")
+                f"protected; {unviewed}; {INSTALL_HINT}")
+
+    def workspace(self, limits: Limits = Limits()):
+        """A context manager giving a fresh folder for one run and whether it holds a disk quota
+        (:func:`scaledl.course.mounts.workspace`): ``with box.workspace() as (work, quota): ...``."""
+        return workspace(self.level, limits.disk_bytes)
+
+    @property
+    def quota(self) -> bool:
+        """Whether runs get a disk quota here (a tmpfs of ``Limits.disk_bytes`` for folder, /tmp and /dev/shm)."""
+        return quota_possible(self.level)
 
     def workdir_inside(self, workdir: Path) -> Path:
         """Where the sandboxed code sees ``workdir`` (for HOME, NUMBA_CACHE_DIR, ... in its env)."""
@@ -123,7 +170,7 @@ class Sandbox:
     # -- running ------------------------------------------------------------------------------------------
 
     def run(self, argv: list[str], *, workdir: Path, env: dict[str, str], timeout_s: float,
-            limits: Limits = Limits()) -> Result:
+            limits: Limits = Limits(), overlays=()) -> Result:
         """Run ``argv`` in ``workdir`` with exactly ``env``; kill the whole tree at ``timeout_s`` or at its end.
 
         Args:
@@ -132,45 +179,47 @@ class Sandbox:
                 grading user when there is one).
             env: the complete environment of the command.
             timeout_s: wall-clock limit, measured here.
+            overlays: ``(stub, target)`` pairs shown over ``target`` (a view: :mod:`scaledl.course.view`);
+                bwrap level only.
 
         Raises:
             ValueError: an empty or relative argv, a missing workdir or a non-positive timeout.
         """
+        if not timeout_s > 0:
+            raise UsageError(f"timeout_s={timeout_s!r}: expected a positive number of seconds")
+        running = self.start(argv, workdir=workdir, env=env, limits=limits, overlays=overlays)
+        return running.finish(timed_out=not running.wait(timeout_s))
+
+    def start(self, argv: list[str], *, workdir: Path, env: dict[str, str], limits: Limits = Limits(),
+              overlays=(), pass_fds=()) -> Running:
+        """Start ``argv`` as :meth:`run` does and return at once: the caller waits, talks to it over
+        ``pass_fds`` (file descriptors the run inherits, at the same numbers) and calls ``finish``."""
         if not argv or not os.path.isabs(argv[0]):
             raise UsageError(f"argv={argv!r}: expected a command whose first item is an absolute path")
         workdir = Path(workdir).resolve()
         if not workdir.is_dir():
             raise UsageError(f"workdir={str(workdir)!r}: expected an existing directory")
-        if not timeout_s > 0:
-            raise UsageError(f"timeout_s={timeout_s!r}: expected a positive number of seconds")
+        if overlays and self.level != "bwrap":
+            raise UsageError(f"overlays: only the bwrap level can show a view; this sandbox is {self.level!r}")
         run_id = f"{self._token}.{next(self._count)}"  # next() on a count is atomic: runs may overlap
         if self._uid is not None:
             _chown_tree(workdir, self._uid, self._gid)
-        cmd, host_env = self._command(list(argv), workdir, dict(env), run_id)
+        cmd, host_env = self._command(list(argv), workdir, dict(env), run_id, overlays)
         cg = Cgroup.make(f"scaledl-{run_id}", processes=limits.processes, memory_bytes=limits.memory_bytes)
         outdir = Path(tempfile.mkdtemp(prefix="scaledl-sandbox-out-"))  # the grader's, never bound inside
-        start = time.perf_counter()
-        timed_out = False
         try:
             with open(outdir / "output", "wb") as out:
-                proc = subprocess.Popen(cmd, cwd=workdir, env=host_env, stdin=subprocess.DEVNULL, stdout=out,
-                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                        preexec_fn=lambda: _enter(limits, cg))
-            try:
-                try:
-                    proc.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-            finally:
-                self._kill_run(proc, cg, run_id)
-            seconds = time.perf_counter() - start
-            return Result(None if timed_out else proc.returncode, timed_out, seconds, _tail(outdir / "output"))
-        finally:
+                proc = subprocess.Popen([*trampoline(limits, cg), *cmd], cwd=workdir, env=host_env,
+                                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                        start_new_session=True, pass_fds=tuple(pass_fds))
+        except BaseException:
             if cg is not None:
                 cg.remove()
             shutil.rmtree(outdir, ignore_errors=True)
+            raise
+        return Running(self, proc, cg, run_id, outdir, time.perf_counter())
 
-    def _command(self, argv: list[str], workdir: Path, env: dict[str, str], run_id: str):
+    def _command(self, argv: list[str], workdir: Path, env: dict[str, str], run_id: str, overlays=()):
         """The host command line and its environment for this level."""
         root = self._uid is not None
         drop = [_which("setpriv"), f"--reuid={self._uid}", f"--regid={self._gid}", "--clear-groups",
@@ -182,53 +231,13 @@ class Sandbox:
             return [*drop, *argv], env
         if self.level == "user":
             return [_which("unshare"), "--pid", "--fork", "--kill-child", "--mount-proc", *drop, *argv], env
-        cmd = [_which("bwrap"), *self._mounts(workdir)]
+        cmd = [_which("bwrap"), *bwrap_mounts(workdir, readonly=self.readonly, overlays=overlays)]
         cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         cmd += ["--unshare-user", "--unshare-all"] if not root else []
         cmd += ["--die-with-parent", "--new-session", "--chdir", str(INSIDE), "--clearenv"]
         for key, value in env.items():
             cmd += ["--setenv", key, value]
         return [*cmd, *drop, *argv], {"PATH": "/usr/bin:/bin"}
-
-    def _mounts(self, workdir: Path) -> list[str]:
-        """bwrap's mount arguments: system dirs as the distro has them, read-only extras, the workdir."""
-        args, binds = [], []
-        for name in _SYSTEM_DIRS:
-            p = Path("/") / name
-            if p.is_symlink():
-                args += ["--symlink", os.readlink(p), str(p)]
-            elif p.is_dir():
-                binds.append(p)
-        # /dev/shm: MPICH's shared memory between ranks. /sys: only the CPU topology (hwloc, UCX and Numba
-        # look there; an empty /sys/class/net stops UCX complaining about the missing network).
-        args += ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
-                 "--perms", "1777", "--tmpfs", "/tmp"]
-        for d in ("/sys", "/sys/class", "/sys/class/net", "/sys/devices", "/sys/devices/system"):
-            args += ["--perms", "0755", "--dir", d]
-        if Path("/sys/devices/system/cpu").is_dir():
-            args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
-        import scaledl
-
-        extra = [Path(sys.base_prefix), Path(sys.prefix), Path(scaledl.__file__).parents[1], *self.readonly]
-        for p in extra:  # both the path as given (argv uses it) and where its symlinks lead
-            binds += [Path(os.path.abspath(p)), p.resolve()]
-        # mounts made above (nothing is bound beneath them) and dirs that exist in the sandbox already
-        special = {Path("/dev"), Path("/proc"), Path("/sys")}
-        special |= {Path("/") / n for n in _SYSTEM_DIRS if (Path("/") / n).is_symlink()}
-        made = {Path("/"), Path("/tmp"), *special}
-        kept: list[Path] = []
-        for p in sorted(set(binds), key=lambda q: (len(q.parts), str(q))):
-            covered = any(p == k or k in p.parents for k in kept) or any(s in p.parents for s in special)
-            if covered or not p.exists():
-                continue
-            # bwrap makes a missing parent with the source's mode (0700 for /root): make each one 0755 first
-            for parent in reversed(p.parents):
-                if parent not in made:
-                    args += ["--perms", "0755", "--dir", str(parent)]
-                    made.add(parent)
-            args += ["--ro-bind", str(p), str(p)]
-            kept.append(p)
-        return [*args, "--bind", str(workdir), str(INSIDE), "--remount-ro", "/"]
 
     # -- killing ------------------------------------------------------------------------------------------
 
