@@ -42,14 +42,10 @@ def _plain(name: str, value):
                     f"a number, a string, or a list or dict of those")
 
 
-def save(stem, data: dict) -> None:
-    """Write ``data`` (str keys) to ``stem.npz`` (arrays) and ``stem.json`` (the rest).
-
-    Raises:
-        TypeError: a key is not a string, or a value is neither an array nor plain data.
-    """
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+def _split(data: dict) -> tuple[dict, dict]:
+    """``data``'s arrays and its plain values, checked."""
+    if not isinstance(data, dict):
+        raise TypeError(f"results: a {type(data).__name__}; expected a dict of named results")
     arrays, rest = {}, {}
     for key, value in data.items():
         if not isinstance(key, str):
@@ -60,6 +56,18 @@ def save(stem, data: dict) -> None:
             arrays[key] = value
         else:
             rest[key] = _plain(key, value)
+    return arrays, rest
+
+
+def save(stem, data: dict) -> None:
+    """Write ``data`` (str keys) to ``stem.npz`` (arrays) and ``stem.json`` (the rest).
+
+    Raises:
+        TypeError: a key is not a string, or a value is neither an array nor plain data.
+    """
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    arrays, rest = _split(data)
     with open(stem.with_suffix(".npz"), "wb") as f:
         np.savez(f, **arrays)
     stem.with_suffix(".json").write_text(json.dumps(rest), encoding="utf-8")
@@ -91,6 +99,57 @@ def load(stem, *, max_bytes: int = MAX_BYTES) -> dict:
         if not isinstance(data, dict):
             raise UsageError(f"{js.name}: expected a JSON object")
         out.update(data)
+    return out
+
+
+def pack(data: dict) -> dict:
+    """``data`` as one JSON-able object for a pipe: the arrays as base64 of the ``.npz`` :func:`save` writes, the
+    rest as the same plain JSON.
+
+    Raises:
+        TypeError: as :func:`save`.
+    """
+    import base64
+    import io
+
+    arrays, rest = _split(data)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return {"npz": base64.b64encode(buf.getvalue()).decode("ascii"), "json": rest}
+
+
+def unpack(obj, *, max_bytes: int = MAX_BYTES) -> dict:
+    """What :func:`pack` made, read back as data only (no pickle), within ``max_bytes`` each way.
+
+    Raises:
+        ValueError: anything else, or more than ``max_bytes`` (the archive's unpacked size counted before it
+            is unpacked).
+    """
+    import base64
+    import binascii
+    import io
+
+    if not isinstance(obj, dict) or set(obj) != {"npz", "json"} or not isinstance(obj["json"], dict) \
+            or not isinstance(obj["npz"], str):
+        raise UsageError("expected what exchange.pack makes: an object with 'npz' and 'json'")
+    if len(obj["npz"]) > 2 * max_bytes or len(json.dumps(obj["json"])) > max_bytes:
+        raise UsageError(f"more than {max_bytes} bytes handed over")
+    try:
+        raw = base64.b64decode(obj["npz"], validate=True)
+    except (binascii.Error, ValueError):
+        raise UsageError("npz: not base64") from None
+    out = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as z:
+            if sum(i.file_size for i in z.infolist()) > 2 * max_bytes:
+                raise UsageError(f"npz: more than {max_bytes} bytes unpacked")
+        with np.load(io.BytesIO(raw), allow_pickle=False) as f:
+            for key in f.files:
+                out[key] = f[key]
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        raise UsageError(f"npz: not an archive of arrays ({type(err).__name__})") from None
+    for key, value in obj["json"].items():
+        out[key] = _plain(key, value)
     return out
 
 

@@ -54,7 +54,10 @@ def kernel_env(inside: Path) -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
     return {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(inside / "home"),
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONNOUSERSITE": "1",
-            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": str(inside / "home" / ".mpl"),
+            # figures are made but not drawn: the feedback page shows an image as a note, so rendering PNGs
+            # would only cost time (about a second a lab)
+            "MPLBACKEND": "agg", "PYTHONWARNINGS": "ignore:FigureCanvasAgg is non-interactive",
+            "MPLCONFIGDIR": str(inside / "home" / ".mpl"),
             "IPYTHONDIR": str(inside / "home" / ".ipython"), "JUPYTER_RUNTIME_DIR": str(inside / "home" / ".run"),
             "JUPYTER_DATA_DIR": str(inside / "home" / ".jupyter"), "NUMBA_CACHE_DIR": str(inside / "home" / ".numba"),
             "SCALEDL_BACKEND": "simulator", "NUMBA_ENABLE_CUDASIM": "1", "OMP_NUM_THREADS": "1",
@@ -77,23 +80,18 @@ def cell_errors(ran) -> dict[str, str]:
     return found
 
 
-def judge(lab: Lab, grade: Grade, inputs: dict, outputs_dir: Path, bypass: dict, errors=None) -> None:
-    """Points per task from the handed-back results, judged here; a bypass finding costs the task."""
+def judge(lab: Lab, grade: Grade, inputs: dict, results: dict, bypass: dict, errors=None) -> None:
+    """Points per task from the results handed back (``results[grade_id]``), judged here against references
+    computed here; a task with no result scores 0 with ``errors[grade_id]`` as the reason; a bypass finding
+    costs the task."""
     errors = errors or {}
     for gid, task in lab.tasks.items():
-        stem = produce.outputs_path(outputs_dir, gid)
-        files = [stem.with_suffix(".npz"), stem.with_suffix(".json")]
-        if any(os.path.lexists(f) and not plain_file(outputs_dir.parent, f) for f in files):
-            grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: its result is not a plain file (a link?)"
-            grade.status = "REVIEW"
-            grade.details.append(f"{task.title}: the result files were replaced by links or other files")
-            continue
-        if not any(f.exists() for f in files):
-            why = f"the test cell raised {errors[gid]}" if gid in errors else "the test cell raised or never ran"
+        if gid not in results:
+            why = errors.get(gid) or "no result came back"
             grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: no result ({why})"
             continue
         try:
-            task.judge(inputs[gid], exchange.load(stem))
+            task.judge(inputs[gid], results[gid])
         except Exception as err:  # hostile data: whatever the judge raises costs this task, nothing more
             msg = str(err) if isinstance(err, AssertionError) else f"{task.title}: {type(err).__name__}: {err}"
             grade.points[gid], grade.messages[gid] = 0.0, msg[:500]
@@ -127,68 +125,106 @@ def numba_cache_seed(lab: Lab, folder: Path) -> Path | None:
     return cache if cache.is_dir() else None
 
 
+class Prepared:
+    """What a batch computes once: the lab's tasks in groups (one process each, :func:`scaledl.course.view.groups`)
+    and, at the bwrap level, each group's view built under ``scratch``."""
+
+    def __init__(self, lab: Lab, sandbox, scratch: Path):
+        from scaledl.course import view
+
+        self.groups = view.groups(lab.tasks)
+        self.views = None
+        if sandbox.level == "bwrap":
+            def why(module):
+                titles = [t.title for t in lab.tasks.values() if module in view.own_absent(t)]
+                return (f"{', '.join(titles) or 'this lab'} of {lab.id} must be answered with your own code, so "
+                        f"the grader runs your functions where the library's answer is not")
+
+            self.views = {g: view.build(g.absent, Path(scratch) / f"view-{k}", why=why)
+                          for k, g in enumerate(self.groups)}
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MB"
+
+
 def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limits=None,
-              numba_cache: Path | None = None):
+              numba_cache: Path | None = None, prepared: Prepared | None = None):
     """Grade one submission; returns (Grade, notebook as run or None). Never raises for what it holds.
-    ``numba_cache``: a cache from :func:`numba_cache_seed`, copied into the sandbox."""
-    from scaledl.course import review as R
+
+    ``numba_cache``: a cache from :func:`numba_cache_seed`, copied into the sandbox; ``prepared``: the batch's
+    :class:`Prepared` (made here when None)."""
+    from scaledl.course import graded_run, review as R
 
     g = Grade(sub.student, sub.path, {gid: 0.0 for gid in lab.tasks})
     if sub.others:
         g.details.append("also handed in: " + ", ".join(p.name for p in sub.others) + " (graded the newest)")
     try:
-        if sub.path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            raise UsageError(f"{sub.path.stat().st_size} bytes; a lab notebook is under {MAX_NOTEBOOK_BYTES}")
+        size = sub.path.stat().st_size
+        if size > MAX_NOTEBOOK_BYTES:
+            raise UsageError(f"the notebook is {_size(size)}; a lab notebook with its outputs is under 2 MB, and the "
+                             f"grader reads at most {_size(MAX_NOTEBOOK_BYTES)}: clear its outputs (Edit > Clear "
+                             f"Outputs of All Cells), save, and hand it in again")
         submitted = nbformat.read(sub.path, as_version=4)
+    except UsageError as err:
+        g.status, g.details = "REJECTED", g.details + [str(err)]
+        return g, None
     except Exception as err:
         g.status, g.details = "REJECTED", g.details + [f"unreadable notebook: {type(err).__name__}: {str(err)[:200]}"]
         return g, None
     why = integrity.identify(submitted, lab.id, lab.solutions)
     if why:
-        g.status, g.details = "REJECTED", g.details + [why]
+        g.status, g.details = "REJECTED", g.details + [f"{why}; hand in your {lab.id} notebook"
+                                                       + (f" ({lab.file})" if getattr(lab, "file", "") else "")]
         return g, None
     nb, notes = integrity.assemble(submitted, lab.solution)
     g.details += notes
-    tests = {gid for gid in lab.tasks}
-    found = R.review([(i, c.source, not (integrity.is_test(c) or meta(c).get("locked")))
-                      for i, c in enumerate(nb.cells) if c.cell_type == "code"], lab.tasks.values())
-    work = Path(tempfile.mkdtemp(prefix="scaledl-grade-"))
-    try:
+    theirs = {c.get("id"): c.source for c in lab.solution.cells if c.cell_type == "code"}
+
+    def students(c) -> bool:  # an answer, or a cell the student wrote or changed: the lab's own cells are not
+        same = c.get("id") in theirs and c.source == theirs[c.get("id")] and not meta(c).get("solution")
+        return not (integrity.is_test(c) or meta(c).get("locked") or same)
+
+    found = R.review([(i, c.source, students(c)) for i, c in enumerate(nb.cells) if c.cell_type == "code"],
+                     lab.tasks.values())
+    with tempfile.TemporaryDirectory(prefix="scaledl-views-") as scratch:
+        prepared = prepared or Prepared(lab, sandbox, Path(scratch))
         inputs = {}
-        for gid, task in lab.tasks.items():
-            inputs[gid] = exchange.roundtrip(task.make_inputs(_seed(batch_seed, sub.student, gid)))
-            exchange.save(produce.inputs_path(work / "grade", gid), inputs[gid])
-        (work / "home").mkdir()
-        if numba_cache is not None:
-            shutil.copytree(numba_cache, work / "home" / ".numba")
-        nbformat.write(nb, work / "graded.ipynb")
-        inside = sandbox.workdir_inside(work)
-        argv = [sys.executable, "-m", "scaledl.course.worker", "graded.ipynb", "--timeout", f"{timeout_s:g}",
-                "--cell-timeout", f"{timeout_s:g}", "--hidden", ",".join(sorted(tests))]
-        kw = {"limits": limits} if limits is not None else {}
-        res = sandbox.run(argv, workdir=work, env=kernel_env(inside), timeout_s=timeout_s + 60, **kw)
-        ended = _read_json(work, work / "worker.json")
-        if res.timed_out or ended.get("status") == "timeout":
-            g.status = "TIMEOUT"
-            g.details.append(f"time limit ({timeout_s:g} s) at cell {ended.get('cell', '?')}")
-        elif ended.get("status") == "died":
-            g.status = "CRASHED"
-            g.details.append(f"the kernel died at cell {ended.get('cell')}")
-        elif not ended:
-            g.status = "CRASHED"
-            said = [ln for ln in res.output.strip().splitlines() if ln.strip() and "WARNING" not in ln]
-            g.details.append(f"the run ended without a report (exit {res.returncode}"
-                             + (", killed" if res.returncode in (-9, 137) else "") + ")"
-                             + (f": {said[-1][:200]}" if said else ""))
-        ran = _read_notebook(work, work / "run.ipynb")
-        judge(lab, g, inputs, work / "grade", found.bypass, cell_errors(ran))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+        def draw(gid):  # called when the task is served: after every cell of the notebook has run
+            inputs[gid] = exchange.roundtrip(lab.tasks[gid].make_inputs(_seed(batch_seed, sub.student, gid)))
+            return inputs[gid]
+
+        out = graded_run.run(sandbox, lab, nb, prepared.groups, draw, timeout_s=timeout_s, env_for=kernel_env,
+                             limits=limits, numba_cache=numba_cache, views=prepared.views,
+                             read_notebook=_read_notebook)
+    if out.status == "timeout":
+        g.status = "TIMEOUT"
+        g.details.append(f"time limit ({timeout_s:g} s)" + (f" at cell {out.cell}" if out.cell is not None else
+                                                           " while the hidden tests ran"))
+    elif out.status == "died":
+        g.status = "CRASHED"
+        said = [ln for ln in out.output.strip().splitlines() if ln.strip() and "WARNING" not in ln]
+        g.details.append("the run ended before its hidden tests were done"
+                         + (f" (at cell {out.cell})" if out.cell is not None else "")
+                         + (f": {said[-1][:200]}" if said else ""))
+    judge(lab, g, inputs, out.results, found.bypass, out.errors)
     note_untouched(g, submitted, lab)
+    from scaledl.labs.written import unanswered
+
+    g.unwritten = unanswered(submitted, list(lab.answers))
+    if g.unwritten:
+        g.details.append("written answers not answered yet: " + ", ".join(g.unwritten))
     if found.suspicious:  # a person must look, whatever else happened (the detail says what)
         g.details += [f"cell {f.cell} line {f.line}: {f.why}: {f.code}" for f in found.suspicious]
         g.status = "REVIEW"
-    return g, ran
+    handed = {ln.strip() for stub in lab.stubs for ln in stub.splitlines() if ln.strip()}
+    routes = [f for f in found.routes if f.code not in handed]  # a line students were given is not theirs
+    if prepared.views is None and routes:  # no view here: the library's answers were importable
+        g.details += [f"cell {f.cell} line {f.line}: {f.why} (this sandbox level does not leave the library's "
+                      f"answers out): {f.code}" for f in routes]
+        g.status = "REVIEW"
+    return g, out.ran
 
 
 def plain_file(work: Path, path: Path) -> bool:
@@ -293,12 +329,13 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
 
     scratch = Path(tempfile.mkdtemp(prefix="scaledl-batch-"))
     numba_cache = numba_cache_seed(lab, scratch) if subs else None
+    prepared = Prepared(lab, box, scratch)
 
     def one(sub):
         start = time.perf_counter()
         try:
             g, ran = grade_one(sub, lab, box, timeout_s=timeout_s, batch_seed=batch_seed, limits=limits,
-                               numba_cache=numba_cache)
+                               numba_cache=numba_cache, prepared=prepared)
         except Exception as err:  # a grader bug must not cost the other students their rows
             g, ran = Grade(sub.student, sub.path, {t: 0.0 for t in lab.points}, status="CRASHED",
                            details=[f"grader error: {type(err).__name__}: {str(err)[:300]}"]), None
@@ -309,7 +346,7 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
             text = feedback.page(lab=lab.id, student=g.student,
                                  status=f"{g.status}: {g.detail}" if g.detail else g.status,
                                  rows=rows, nb=ran, hidden_sources=hidden_sources, hidden_ids=set(lab.points),
-                                 written=lab.written > 0)
+                                 written=lab.written > 0, unwritten=getattr(g, "unwritten", []))
         except Exception as err:
             text = f"<!doctype html><meta charset=utf-8><p>feedback failed: {type(err).__name__}</p>"
         (out / "feedback" / f"{g.student}.html").write_text(text, encoding="utf-8", errors="replace")
@@ -353,7 +390,7 @@ def grade_lab(lab: str, folder, *, out=None, timeout_s: float = 300, sandbox="au
     grades = grade_folder(folder, spec, out=out, timeout_s=timeout_s, sandbox=sandbox, jobs=jobs, seed=seed,
                           progress=progress)
     if progress:
-        counts = {s: sum(g.status == s for g in grades) for s in STATUSES}
+        counts = {s: sum(s in g.statuses for g in grades) for s in STATUSES}
         progress(f"wrote {out / 'grades.csv'} and {len(grades)} feedback page(s) in {out / 'feedback'}: "
                  + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
     return grades

@@ -3,7 +3,7 @@ were handed) and a student's :class:`Grade`, loaded once per batch by :func:`loa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -15,15 +15,45 @@ STATUSES = ("OK", "REVIEW", "TIMEOUT", "CRASHED", "REJECTED")
 UNTOUCHED = "no task answered: every answer cell is as handed out"
 
 
-@dataclass
 class Grade:
-    student: str
-    path: Path
-    points: dict[str, float] = field(default_factory=dict)
-    messages: dict[str, str] = field(default_factory=dict)
-    status: str = "OK"
-    details: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    """One student's grade: points and messages per task, a status, details for the instructor.
+
+    The status has two parts that combine: how the run ended (OK, TIMEOUT, CRASHED, REJECTED) and whether a
+    person must look (REVIEW). Setting ``status = "REVIEW"`` marks the second without hiding the first, so a run
+    that timed out and used ``signal`` reads ``TIMEOUT+REVIEW``, and both are counted.
+    """
+
+    def __init__(self, student: str, path: Path, points: dict | None = None, messages: dict | None = None,
+                 status: str = "OK", details: list | None = None, seconds: float = 0.0):
+        self.student, self.path = student, path
+        self.points = {} if points is None else points
+        self.messages = {} if messages is None else messages
+        self.ended, self.review = "OK", False
+        self.status = status
+        self.details = [] if details is None else details
+        self.seconds = seconds
+        self.unwritten: list[str] = []  # written answers still as handed out (scaledl.labs.written)
+
+    @property
+    def status(self) -> str:
+        if not self.review:
+            return self.ended
+        return "REVIEW" if self.ended == "OK" else f"{self.ended}+REVIEW"
+
+    @status.setter
+    def status(self, value: str) -> None:
+        for part in str(value).split("+"):
+            if part == "REVIEW":
+                self.review = True
+            elif part in STATUSES:
+                self.ended = part
+            else:
+                raise ValueError(f"status={value!r}: expected one of {', '.join(STATUSES)} (REVIEW combines)")
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """Each part of the status: ("TIMEOUT", "REVIEW"), ("OK",), ..."""
+        return tuple(self.status.split("+"))
 
     @property
     def total(self) -> float:
@@ -32,6 +62,9 @@ class Grade:
     @property
     def detail(self) -> str:
         return "; ".join(self.details)
+
+    def __repr__(self) -> str:
+        return f"Grade({self.student!r}, {self.total:g} points, {self.status})"
 
 
 @dataclass
@@ -45,6 +78,8 @@ class Lab:
     solutions: dict[str, object]     # every lab's solution, to recognise another lab's notebook
     stubs: frozenset[str] = frozenset()  # the answer cells as students get them (normalised by _plain_source)
     written: int = 0                 # markdown answer cells (tagged "answer"): written answers, graded by hand
+    answers: tuple = ()              # those cells as handed out (scaledl.labs.written.answers_of)
+    file: str = ""                   # the notebook students hand in (lab03_quantizer_and_clipping.ipynb)
 
     @property
     def maximum(self) -> float:
@@ -59,14 +94,18 @@ def _plain_source(source: str) -> str:
 def handed_out(solution) -> tuple[frozenset[str], int]:
     """What students get of a solution's answers: the stubbed answer cells' sources (normalised), and the
     number of markdown answer cells (the Questions' and the tasks' written answers)."""
+    stubs, answers = _handed_out(solution)
+    return stubs, len(answers)
+
+
+def _handed_out(solution) -> tuple[frozenset[str], tuple]:
     from scaledl.book.student_copy import student_version
+    from scaledl.labs.written import answers_of
 
     student = student_version(solution)
     stubs = frozenset(_plain_source(c.source) for c in student.cells
                       if c.cell_type == "code" and meta(c).get("solution"))
-    written = sum(c.cell_type == "markdown" and "answer" in c.get("metadata", {}).get("tags", [])
-                  for c in student.cells)
-    return stubs, written
+    return stubs, tuple(answers_of(student))
 
 
 def untouched(submitted, lab: Lab) -> bool:
@@ -107,5 +146,6 @@ def load_lab(lab_id: str, book=None) -> Lab:
     if list(points) != list(specs):
         raise UsageError(f"{entry.id}: the solution's test cells {list(points)} and the task specs "
                          f"{list(specs)} disagree; fix scaledl/course/tasks/{entry.id}.py")
-    stubs, written = handed_out(solutions[entry.id])
-    return Lab(entry.id, solutions[entry.id], specs, points, solutions, stubs, written)
+    stubs, answers = _handed_out(solutions[entry.id])
+    return Lab(entry.id, solutions[entry.id], specs, points, solutions, stubs, len(answers), answers,
+               Path(entry.file).name)

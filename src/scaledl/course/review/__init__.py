@@ -92,4 +92,5 @@ def review(cells, tasks) -> Review:
         if found:
             result.bypass[task.grade_id] = sorted(found, key=lambda f: (f.cell, f.line))
     result.suspicious.sort(key=lambda f: (f.cell, f.line))
+    result.routes = sorted(dict.fromkeys(scan.routes), key=lambda f: (f.cell, f.line))
     return result

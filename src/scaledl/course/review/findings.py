@@ -20,6 +20,9 @@ class Finding:
 class Review:
     bypass: dict[str, list[Finding]] = field(default_factory=dict)  # only tasks with a finding appear
     suspicious: list[Finding] = field(default_factory=list)
+    # ways to reach code without importing it by name (pickle, marshal, a source file read): harmless where the
+    # library's answers are left out of the graded process, flagged for review where they cannot be
+    routes: list[Finding] = field(default_factory=list)
 
 
 def _finding(lines, cell, line, why, task) -> Finding:

@@ -31,6 +31,15 @@ DUNDER_ATTRIBUTES = {"__dict__", "__globals__", "__code__", "__closure__", "__su
                      "__import__", "__loader__", "__spec__", "__self__", "__func__", "__wrapped__", "__defaults__",
                      "__kwdefaults__", "__reduce__", "__reduce_ex__", "__traceback__", "tb_frame", "f_globals",
                      "f_locals", "f_back", "f_builtins", "gi_frame", "cr_frame", "ag_frame"}
+# Ways to reach a module's code without naming it in an import: deserialisers that import whatever a payload
+# names (pickle.loads(b"cscaledl.sparsity.masks\nmagnitude_mask\n.") returns the function), code objects and
+# loaders, C memory. Where the graded process has the library's answers left out (bwrap) none of them finds
+# anything; elsewhere a use is flagged for review (Review.routes).
+IMPORT_ROUTES = ("pickle", "_pickle", "copyreg", "shelve", "dill", "cloudpickle", "joblib", "marshal", "zipimport",
+                 "pkgutil", "importlib", "runpy", "ctypes", "cffi")
+SOURCE_FILE = re.compile(r"\.(py|pyc|pyd|so)\b|site-packages|scaledl/|/proc/")
+# Raw file descriptors: the grader's channel to a graded process is a pair of pipes in that very process.
+FD_PATHS = re.compile(r"^os\.(read|write|fdopen|dup2?|pipe|set_inheritable)$")
 # Rebinding these inside an imported module is ordinary notebook code.
 FAIR_TO_ASSIGN = re.compile(r"^(os\.environ|matplotlib\.(pyplot\.)?rcParams)(\.|$)")
 
@@ -44,10 +53,13 @@ def _suspicious_path(path: str) -> bool:
 class _ScanWalker(_Walker):
     def __init__(self, state, stars, sources):
         super().__init__(state, stars)
-        self.sources, self.findings = sources, []
+        self.sources, self.findings, self.routes = sources, [], []
 
     def flag(self, node, why):
         self.findings.append(_finding(self.sources[self.cell], self.cell, node.lineno, why, None))
+
+    def route(self, node, why):
+        self.routes.append(_finding(self.sources[self.cell], self.cell, node.lineno, why, None))
 
     def builtin(self, name, scopes) -> bool:
         """``name`` is Python's builtin here, not something the notebook bound."""
@@ -63,6 +75,8 @@ class _ScanWalker(_Walker):
         if self.builtin(head, scopes) and not (called and text == head):  # calls are judged in on_call
             return self.flag(node, f"uses {head}")
         for t in targets:
+            if isinstance(t, str) and FD_PATHS.match(_shown(t)):
+                self.route(node, f"uses {_shown(t)}, a raw file descriptor")
             if isinstance(t, str) and _suspicious_path(_shown(t)):
                 shown = _shown(t) if _shown(t) == text else f"{text} ({_shown(t)})"
                 return self.flag(node, f"{'calls' if called else 'uses'} {shown}")
@@ -74,6 +88,9 @@ class _ScanWalker(_Walker):
 
     def on_call(self, node, scopes):
         f = node.func
+        texts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if any(SOURCE_FILE.search(t) for t in texts):
+            self.route(node, "names a source or library file, which could be read and run without an import")
         if not (isinstance(f, ast.Name) and self.builtin(f.id, scopes)):
             return
         args = node.args
@@ -97,6 +114,9 @@ class _ScanWalker(_Walker):
         bad = next((n for n in names if _suspicious_path(n)), None)
         if bad:
             self.flag(node, f"imports {bad}")
+        way = next((n for n in names if any(_under(n, m) for m in IMPORT_ROUTES)), None)
+        if way:
+            self.route(node, f"imports {way}, a way to load code without importing it by name")
 
     def on_store(self, target, deleting, scopes):
         base = target.value if isinstance(target, ast.Subscript) else target

@@ -50,6 +50,9 @@ class Task:
     requires_kernel: bool = False      # the answer must define and launch a @cuda.jit kernel of its own
     replaced: tuple[str, ...] = ()     # names produce swaps for a reference while it runs (graded on its own):
     #                                    the review does not follow them into this task
+    needs: tuple[str, ...] = ()        # modules another task of the lab forbids that this one's graded run
+    #                                    needs (a stand-in produce calls, what the answer may use): kept in its
+    #                                    view (scaledl.course.view), so it runs in a process of its own
 
 
 def for_lab(lab: str) -> dict[str, Task]:

@@ -138,9 +138,11 @@ TASKS = (
          forbidden=("scaledl.numerics.quantize", "scaledl.numerics.encode", "scaledl.numerics.round_to_values",
                     "ml_dtypes.float8_e4m3fn")),
     Task("task_1_2", "Task 1.2", ("e4m3_encode",), _codes_inputs, PRODUCE["task_1_2"], _codes_judge, local_seed=150302,
-         forbidden=("ml_dtypes.float8_e4m3fn",), replaced=("e4m3_round",)),
+         forbidden=("ml_dtypes.float8_e4m3fn",), replaced=("e4m3_round",),
+         needs=("scaledl.numerics.quantize",)),  # the library's rounding stands in for the student's 1.1
     Task("task_2_1", "Task 2.1", ("octav",), _octav_inputs, PRODUCE["task_2_1"], _octav_judge, local_seed=150303,
          forbidden=("scaledl.numerics.octav_clip",), forbidden_modules=("scaledl.numerics.scaling",)),
     Task("task_2_2", "Task 2.2", ("snr_db", "clipping_gain_bits"), _snr_inputs, PRODUCE["task_2_2"], _snr_judge,
-         local_seed=150304, forbidden_modules=("scaledl.numerics.scaling",)),
+         local_seed=150304, forbidden_modules=("scaledl.numerics.scaling",),
+         needs=("scaledl.numerics.quantize",)),  # the answer quantizes with the library: only OCTAV is the task
 )

@@ -332,9 +332,11 @@ TASKS = (
     Task("task_3_1", "Task 3.1", ("prune_mlp",), _network_inputs, PRODUCE["task_3_1"], _pruned_judge,
          local_seed=150405, forbidden=("scaledl.sparsity.prune_and_retrain", "scaledl.sparsity.prune_masks",
                                        "scaledl.sparsity.magnitude_mask", "scaledl.sparsity.score_mask",
-                                       "scaledl.sparsity.top_k_mask")),
+                                       "scaledl.sparsity.top_k_mask"),
+         needs=("scipy.sparse",)),  # the digits data comes through scikit-learn, which imports scipy.sparse
     Task("task_3_2", "Task 3.2", ("sparsify_24",), _network_inputs, PRODUCE["task_3_2"],
          _nm_network_judge, local_seed=150406,
          forbidden=("scaledl.sparsity.nm_masks", "scaledl.sparsity.nm_mask", "scaledl.sparsity.masks.nm_positions",
-                    "scaledl.sparsity.compress_nm")),
+                    "scaledl.sparsity.compress_nm"),
+         needs=("scipy.sparse",)),
 )
