@@ -151,8 +151,8 @@ def _pre(raw, cap: int, redact: _Redactor, cls: str) -> str:
 
 # CommonMark with tables; raw HTML off (it stays text), no linkify, no typographer. Reference definitions
 # ("[x]: url") are off too: links are not followed here anyway, and markdown-it-py 3 parses a run of them in
-# quadratic time (1.7 s for 800 of them, 8 s for 1,600, on two idle cores). Every token is rewritten by _inert before rendering, so what
-# reaches the page is a fixed set of attribute-less tags and escaped text.
+# quadratic time (1.7 s for 800 of them, 8 s for 1,600, on two idle cores). Every token is rewritten by _inert
+# before rendering, so what reaches the page is a fixed set of attribute-less tags and escaped text.
 _MARKDOWN = (MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
              .enable("table").disable("reference"))
 
@@ -307,7 +307,7 @@ def _cell_open(cell, cap: int, redact: _Redactor, hidden_ids, markdown_left: lis
 
 def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidden_sources: list[str] = (),
          hidden_ids: set[str] = frozenset(), cap_bytes: int = 2_000_000, output_cap_chars: int = 20_000,
-         written: bool = False) -> str:
+         written: bool = False, unwritten: list[str] = ()) -> str:
     """One student's feedback page: a self-contained HTML file that runs nothing and fetches nothing.
 
     Args:
@@ -319,6 +319,8 @@ def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidde
         cap_bytes: the most UTF-8 bytes for the page (the header and table are always there).
         output_cap_chars: the most characters shown of any one text (an output, a cell's source).
         written: the lab has written answers (graded by hand): the header says they are not in the points.
+        unwritten: the written answers still as handed out ("Question 2"), said under that note, as the
+            notebook's *Check before you hand in* says them (:mod:`scaledl.labs.written`).
 
     Raises:
         ValueError: ``cap_bytes`` or ``output_cap_chars`` is not a positive integer.
@@ -337,6 +339,9 @@ def page(*, lab: str, student: str, status: str, rows: list[Row], nb=None, hidde
                     f'{_pre(_without_title(_text(r.message), _text(r.title)), MESSAGE_CAP_CHARS, redact, "message")}'
                     f'</td></tr>' for r in rows)
     written_note = f'<p class="note">{html.escape(WRITTEN_NOTE)}</p>\n' if written else ""
+    if unwritten:
+        written_note += (f'<p class="note">Not answered yet (as handed out): '
+                         f'{html.escape(", ".join(str(u)[:60] for u in list(unwritten)[:40]))}</p>\n')
     head = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             f'<meta name="referrer" content="no-referrer">\n'

@@ -37,6 +37,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaledl.labs import written
+
 __all__ = ["CATALOGUE", "HandIn", "catalogue", "check_before_hand_in", "check_file", "stubs_in", "title_of"]
 
 CATALOGUE = Path(__file__).with_name("handin_labs.json")  # each lab's file, tasks and marks (cell ids, headings)
@@ -90,7 +92,9 @@ def catalogue(book) -> dict:
         for c in nb["cells"]:
             if c.get("cell_type") == "code":
                 tasks += _SOLUTION.findall(_source(c))
-        out[e.id] = {"file": Path(e.file).name, "tasks": list(dict.fromkeys(tasks)), "marks": sorted(marks(nb))}
+        student = json.loads(book.path(e.file).read_text(encoding="utf-8"))
+        out[e.id] = {"file": Path(e.file).name, "tasks": list(dict.fromkeys(tasks)), "marks": sorted(marks(nb)),
+                     "written": written.answers_of(student)}
     return out
 
 
@@ -106,6 +110,7 @@ class HandIn:
     file: str | None = None
     rejected: str | None = None  # why the grader would not grade the file
     unanswered: list[str] = field(default_factory=list)
+    unwritten: list[str] = field(default_factory=list)  # written answers still as handed out ("Question 2")
     tasks: dict[str, str] = field(default_factory=dict)  # task -> what its visible check said on this run
     lines: list[str] = field(default_factory=list)
 
@@ -114,7 +119,7 @@ class HandIn:
 
     @property
     def ready(self) -> bool:
-        return (self.file is not None and self.rejected is None and not self.unanswered
+        return (self.file is not None and self.rejected is None and not self.unanswered and not self.unwritten
                 and all(v == "passed" for v in self.tasks.values()))
 
 
@@ -253,7 +258,13 @@ def check_before_hand_in(lab: str, namespace: dict | None = None, *, path=None, 
         else:
             h.file = found.name
             why, h.unanswered = check_file(found, lab)
+            try:
+                nb = json.loads(found.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                nb = None
             say(f"  the file: {found.name}, as last saved: save it (Ctrl+S) before you hand it in")
+    if isinstance(nb, dict) and not why:
+        h.unwritten = written.unanswered(nb, cat[lab].get("written", []))
     h.rejected = why
     if why:
         say(f"  will it be graded? No: {why}")
@@ -261,6 +272,9 @@ def check_before_hand_in(lab: str, namespace: dict | None = None, *, path=None, 
         say(f"  will it be graded? Yes: it is {lab}'s notebook")
     for t in h.unanswered:
         say(f"  {t}: not answered (its raise NotImplementedError is still there): it scores 0")
+    for label in h.unwritten:
+        say(f"  {label}: not answered yet (its *Your answer* cell is as handed out): written answers are graded "
+            f"by hand, and an empty one earns nothing")
     if namespace is not None:
         from scaledl.labs import unanswered as U
 
