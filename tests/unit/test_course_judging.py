@@ -164,3 +164,11 @@ def test_statuses_combine(sets, shown, parts):
     assert g.status == shown and g.statuses == parts
     with pytest.raises(ValueError, match="expected one of"):
         g.status = "PASSED"
+
+
+def test_the_feedback_page_names_the_written_answers_left_as_handed_out():
+    from scaledl.course.feedback import page
+
+    text = page(lab="lab05", student="ada", status="OK", rows=[], written=True, unwritten=["Question 2", "<b>"])
+    assert "Not answered yet (as handed out): Question 2, &lt;b&gt;" in text
+    assert "Not answered yet" not in page(lab="lab05", student="ada", status="OK", rows=[], written=True)

@@ -147,3 +147,30 @@ def test_a_book_elsewhere_never_rewrites_the_packages_catalogue(tmp_path):
     assert H.CATALOGUE.read_bytes() == before
     assert write_handin_catalogue(BOOK) is False  # the book's own: already current
     assert H.CATALOGUE.read_bytes() == before
+
+
+def test_written_answers_left_as_handed_out_are_named_and_keep_it_from_ready(tmp_path):
+    """The check names every written answer still as handed out and says Ready only when none is left; the
+    grader's feedback uses the same function (scaledl.labs.written) on the lab's student copy."""
+    from scaledl.labs import written
+
+    entry = _lab("lab05")
+    answers = H.catalogue(BOOK)["lab05"]["written"]
+    assert [a["label"] for a in answers] == ["Question 1", "Question 2", "Question 3"]
+    nb = json.loads(BOOK.path(entry.executed_file).read_text())  # every task answered
+    ids = {a["id"]: a for a in answers}
+    for c in nb["cells"]:
+        if c.get("id") in ids:
+            c["source"] = ids[c["id"]]["stub"]  # the written answers as handed out
+    path = tmp_path / "lab05_ring_all_reduce.ipynb"
+    path.write_text(json.dumps(nb))
+    h = H.check_before_hand_in("lab05", None, path=path, report=io.StringIO())
+    assert h.unwritten == ["Question 1", "Question 2", "Question 3"] and not h.ready
+    assert any("Question 2: not answered yet" in ln for ln in h.lines) and "Ready" not in h.lines[-1]
+    for c in nb["cells"]:
+        if c.get("id") in ids:
+            c["source"] = "Because the ring's time is bandwidth-bound."
+    path.write_text(json.dumps(nb))
+    h = H.check_before_hand_in("lab05", None, path=path, report=io.StringIO())
+    assert h.unwritten == [] and h.ready and h.lines[-1].startswith("Ready")
+    assert written.unanswered({"cells": []}, answers) == ["Question 1", "Question 2", "Question 3"]  # deleted
