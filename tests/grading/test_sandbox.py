@@ -217,8 +217,11 @@ def test_rlimits_are_in_effect(box, work):
     """, limits=limits)
     assert res.returncode == 0, res.output
     for line in ("AS (1073741824, 1073741824)", "FSIZE (1048576, 1048576)", "NOFILE (256, 256)",
-                 "CPU (100, 100)", "NPROC (512, 512)", "CORE (0, 0)", "file size blocked: 27", "memory blocked"):
+                 "CPU (100, 100)", "CORE (0, 0)", "file size blocked: 27", "memory blocked"):
         assert line in res.output, res.output  # 27: EFBIG
+    # processes: the run's pids cgroup where one is made (RLIMIT_NPROC counts the whole uid, which concurrent
+    # runs share), RLIMIT_NPROC where none is (test_processes_are_bounded checks the bound itself)
+    assert ("NPROC (512, 512)" in res.output) == (box.cgroup is None), (box.cgroup, res.output)
     assert (work / "big.bin").stat().st_size <= 1 << 20
 
 
@@ -397,3 +400,153 @@ def test_bad_arguments_are_rejected(work):
         box.run([PY, "-c", "pass"], workdir=work, env={}, timeout_s=0)
     with pytest.raises(ValueError, match=r"Limits.processes=0: expected a positive whole number"):
         S.Limits(processes=0)
+
+
+# -- issue 41: no network, one disk quota, a process bound per run, the library's answers absent ----------------
+
+def test_bwrap_has_no_network_a_listener_on_the_hosts_loopback_gets_nothing(work):
+    import socket
+    import threading
+
+    box = _detect("bwrap")
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    port, accepted, stop = server.getsockname()[1], [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        res = run(box, work, f"""
+            import socket
+            for host in ("127.0.0.1", "localhost", "10.0.2.2", "1.1.1.1"):
+                try:
+                    socket.create_connection((host, {port}), timeout=2).sendall(b"hello")
+                    print("CONNECTED", host)
+                except OSError as err:
+                    print("refused", host, type(err).__name__)
+        """)
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert "CONNECTED" not in res.output and res.output.count("refused") == 4, res.output
+    assert accepted == [], "a connection from the sandbox reached the host's listener"
+
+
+def test_everything_a_run_writes_counts_against_one_quota():
+    box = _detect("bwrap")
+    if not box.quota:
+        pytest.skip("no quota at this level here: mounting the run's tmpfs needs root")
+    before = shutil.disk_usage(tempfile_dir()).used
+    limits = S.Limits(disk_bytes=64 << 20)
+    with box.workspace(limits) as (work, quota):
+        assert quota
+        res = run(box, work, """
+            total = 0
+            for where in (".", "/tmp", "/dev/shm", "home"):
+                try:
+                    import os
+                    os.makedirs(where, exist_ok=True)
+                    with open(os.path.join(where, "fill.bin"), "wb") as f:
+                        for _ in range(200):
+                            f.write(b"x" * (1 << 20))
+                            total += 1 << 20
+                except OSError as err:
+                    print("stopped in", where, err.errno)
+            print("wrote", total)
+        """, limits=limits)
+    wrote = int(res.output.split("wrote")[1].split()[0])
+    assert wrote <= 64 << 20 and "stopped in . 28" in res.output, res.output  # 28: ENOSPC, the folder first
+    assert not work.exists(), "the run's folder outlived it"
+    assert abs(shutil.disk_usage(tempfile_dir()).used - before) < 32 << 20, "the run left data on the host disk"
+
+
+def tempfile_dir() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+def test_concurrent_runs_do_not_share_a_process_bound(tmp_path):
+    """One fork loop cannot starve another run's threads: each run has its own pids cgroup."""
+    import threading
+
+    box = _detect("bwrap")
+    if box.cgroup is None:
+        pytest.skip("no cgroup here: runs as one uid share RLIMIT_NPROC")
+    works = [tmp_path / "a", tmp_path / "b"]
+    for w in works:
+        w.mkdir()
+    bomb = """
+        import os, time
+        n = 0
+        try:
+            for _ in range(300):
+                if os.fork() == 0:
+                    time.sleep(20)
+                    os._exit(0)
+                n += 1
+        except OSError:
+            pass
+        print("bomb stopped at", n)
+        time.sleep(4)
+    """
+    threads = """
+        import threading, time
+        time.sleep(1)  # the bomb is at its bound by now
+        ts = [threading.Thread(target=time.sleep, args=(0.5,)) for _ in range(40)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("40 threads started")
+    """
+    out = {}
+    limits = S.Limits(processes=64)
+    jobs = [threading.Thread(target=lambda k=k, src=src: out.__setitem__(k, run(box, works[k], src, limits=limits)))
+            for k, src in enumerate((bomb, threads))]
+    for j in jobs:
+        j.start()
+    for j in jobs:
+        j.join()
+    assert "bomb stopped at" in out[0].output and "40 threads started" in out[1].output, (out[0].output, out[1].output)
+
+
+def test_a_view_leaves_the_library_answer_and_the_graders_code_out(work, tmp_path):
+    from scaledl.course import view
+
+    box = _detect("bwrap")
+    pairs = view.build({"scaledl.sparsity", "ml_dtypes"}, tmp_path / "view", why="a test says so")
+    res = box.run([PY, "-c", textwrap.dedent("""
+        import pickle, importlib, sys
+        def attempt(what, f):
+            try:
+                f()
+                print("REACHED", what)
+            except ImportError as err:
+                print("absent", what, "|", str(err)[:90])
+        attempt("import", lambda: __import__("scaledl.sparsity"))
+        attempt("pickle", lambda: pickle.loads(b"cscaledl.sparsity.masks\\nmagnitude_mask\\n."))
+        attempt("importlib", lambda: importlib.import_module("scaledl.sparsity.masks"))
+        attempt("ml_dtypes", lambda: __import__("ml_dtypes"))
+        attempt("the grader", lambda: __import__("scaledl.course.grade"))
+        attempt("the judges", lambda: __import__("scaledl.course.tasks.lab04"))
+        import scaledl.course.produce, scaledl.numerics
+        print("present: produce, numerics")
+        import os, glob
+        src = os.path.join(os.path.dirname(scaledl.numerics.__file__), "..", "sparsity")
+        print("files:", sorted(os.path.basename(p) for p in glob.glob(src + "/**", recursive=True)))
+    """)], workdir=work, env={"PATH": "/usr/bin:/bin", "SCALEDL_BACKEND": "simulator"}, timeout_s=60, overlays=pairs)
+    out = res.output
+    assert "REACHED" not in out and out.count("absent") == 6, out
+    assert "left out of this grading run: a test says so" in out and "present: produce, numerics" in out, out
+    assert "files: ['', '__init__.py']" in out, out  # nothing of the package's sources, nor their bytecode
