@@ -16,9 +16,15 @@ on use) and lets every other error through: outside a grading view nothing chang
 Traceback (most recent call last):
 ...
 ModuleNotFoundError: scaledl.numerics.quantize is left out of this grading run: Task 1.1 asks for your own code
+>>> missing("views", "scaledl.numerics", {**kept, "__path__": []})  # a submodule, not left out: imported as usual
+Traceback (most recent call last):
+...
+AttributeError: module 'scaledl.numerics' has no attribute 'views'
 """
 
 from __future__ import annotations
+
+import importlib.util
 
 MARK = "is left out of this grading run"  # in every stub's message (scaledl.course.view.stub_text)
 KEY = "__scaledl_left_out__"
@@ -38,8 +44,13 @@ def left_out(err: ImportError, namespace: dict) -> None:
 
 def missing(name: str, package: str, namespace: dict):
     """A package's ``__getattr__``: a name its left-out modules would have given raises their error; any other
-    is the usual AttributeError."""
+    is the usual AttributeError, and so is a submodule not imported yet that is not left out itself:
+    ``from scaledl.comm import views`` asks ``hasattr(scaledl.comm, "views")`` first, and imports the submodule
+    only on an AttributeError."""
     errors = namespace.get(KEY)
     if errors and not name.startswith("_"):  # hasattr(pkg, "__wrapped__") and the like stay AttributeErrors
-        raise ModuleNotFoundError(str(errors[0]), name=errors[0].name)
+        full = f"{package}.{name}"
+        err = next((e for e in errors if e.name == full), errors[0])
+        if err.name == full or "__path__" not in namespace or importlib.util.find_spec(full) is None:
+            raise ModuleNotFoundError(str(err), name=err.name)
     raise AttributeError(f"module {package!r} has no attribute {name!r}")
