@@ -63,8 +63,10 @@ def test_tasks_follow_the_notebook():
               if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
     assert list(TASKS) == graded
     assert [t.local_seed for t in TASKS.values()] == list(range(150601, 150607))
-    for g in QUICK:
-        assert TASKS[g].forbidden_modules == ("scaledl.comm.compression", "scaledl.labs.dgc_checks")
+    library = ("scaledl.comm.compression", "scaledl.labs.dgc_checks")
+    for g in QUICK:  # Task 1.1 forbids the reference top-k too; 1.2-2.2 need it, as the stand-in for 1.1
+        assert TASKS[g].forbidden_modules == (library + ("scaledl.labs.top_k_spec",) if g == "task_1_1" else library)
+        assert TASKS[g].needs == (("scaledl.labs.top_k_spec",) if g in ("task_1_2", "task_2_1", "task_2_2") else ())
 
 
 # ------------------------------------------------------------------------------- (a) correct answers pass

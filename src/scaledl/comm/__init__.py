@@ -3,13 +3,15 @@ that move real data, an event-driven network simulator on topologies, and the sa
 
 - :mod:`scaledl.comm.cost`: closed forms (ring, recursive doubling, Rabenseifner, binomial, parameter
   server, NCCL's double binary tree; reduce-scatter, all-gather, broadcast) and NCCL's bus bandwidth.
-- :mod:`scaledl.comm.schedule`: each algorithm as rounds of point-to-point transfers; ``allreduce``.
+- :mod:`scaledl.comm.schedule`: each algorithm as rounds of point-to-point transfers; ``allreduce`` (the data
+  model in :mod:`scaledl.comm.transfers`, the algorithms in :mod:`scaledl.comm.algorithms`).
 - :mod:`scaledl.comm.topology`: switch, ring, the SVAIL PCIe node, an NVSwitch node, NVLink + InfiniBand
   clusters, any networkx graph with per-link overrides.
 - :mod:`scaledl.comm.netsim`: ``simulate(schedule, topology)``: time, link load and a per-rank timeline.
-- :mod:`scaledl.comm.mpi`: the schedules over mpi4py ``Sendrecv``, ping-pong alpha and beta, ``launch``
-  (mpiexec with a timeout); :mod:`scaledl.comm.mpi_bench`: ours against MPICH's ``MPI_Allreduce``
-  (``python -m scaledl.comm.mpi_bench``). Both import mpi4py only when called.
+- :mod:`scaledl.comm.mpi`: ping-pong alpha and beta, ``launch`` (mpiexec with a timeout);
+  :mod:`scaledl.comm.mpi_allreduce`: the schedules over mpi4py ``Sendrecv`` (also found in ``mpi``);
+  :mod:`scaledl.comm.mpi_bench`: ours against MPICH's ``MPI_Allreduce`` (``python -m scaledl.comm.mpi_bench``).
+  They import mpi4py only when called.
 - :mod:`scaledl.comm.hosts`: where the ranks run (this machine, a host list or hostfile over ssh, Slurm);
   :mod:`scaledl.comm.netns`: an emulated cluster of network namespaces with shaped links;
   :mod:`scaledl.comm.cluster_bench`: ``scaledl bench mpi``, a network measured across hosts against the
@@ -33,11 +35,22 @@ array([1, 2, 3])
 True
 """
 
+from scaledl._absent import left_out, missing
 from scaledl.comm import cost, netsim, schedule, topology
 from scaledl.comm.cost import (allgather_time, allreduce_time, broadcast_time, bus_bandwidth,
                                reduce_scatter_time)
 from scaledl.comm.netsim import Result, simulate
-from scaledl.comm.schedule import Schedule, Transfer, allreduce, build
+from scaledl.comm.transfers import Schedule, Transfer
+
+try:  # lab 05's answers, left out of its grading run (scaledl._absent): the package imports without them
+    from scaledl.comm.algorithms import allreduce, build
+except ModuleNotFoundError as err:
+    left_out(err, globals())
+
+
+def __getattr__(name):
+    return missing(name, __name__, globals())
+
 
 __all__ = ["cost", "schedule", "topology", "netsim", "allreduce_time", "reduce_scatter_time", "allgather_time",
            "broadcast_time", "bus_bandwidth", "Schedule", "Transfer", "build", "allreduce", "Result", "simulate"]

@@ -12,7 +12,7 @@ Across hosts (a host list, a hostfile, Slurm, or an emulated cluster of network 
 3. builds the matching topology (:func:`measured_topology`): ``nodes`` hosts of ``ranks_per_node`` ranks, one
    NIC each on one switch, whose uncontended message costs exactly the fitted alpha + n beta;
 4. times the book's ring, recursive doubling, Rabenseifner and (with several ranks per host) hierarchical
-   all-reduce over MPI beside MPICH's ``MPI_Allreduce`` (:func:`scaledl.comm.mpi.time_allreduce`, results
+   all-reduce over MPI beside MPICH's ``MPI_Allreduce`` (:func:`scaledl.comm.mpi_allreduce.time_allreduce`, results
    checked equal), from 1 KiB to 64 MiB, and prints each beside the simulator's prediction on that topology.
 
 The result is a record (:func:`record`, JSON): date, machine, MPICH version, how the network was shaped, the
@@ -41,7 +41,8 @@ from pathlib import Path
 
 from scaledl._args import count_arg, UsageError
 from scaledl.comm.hosts import resolve
-from scaledl.comm.mpi import fit_alpha_beta, launch, pingpong, reduce_gamma, time_allreduce
+from scaledl.comm.mpi import fit_alpha_beta, launch, pingpong, reduce_gamma
+from scaledl.comm.mpi_allreduce import time_allreduce
 
 __all__ = ["DEFAULT_SIZES_B", "FIT_SIZES_B", "ALGORITHMS", "GOAL", "GOAL_FROM_B", "GOAL_ALGORITHMS", "RECORD_FILE",
            "repeats_for", "size_label", "measure", "fit", "measured_topology", "predict", "run", "record", "table",

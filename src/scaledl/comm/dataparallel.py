@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from scaledl.comm.schedule import allreduce
-
 __all__ = ["flatten", "unflatten", "ring_reducer", "mpi_train"]
 
 
@@ -40,6 +38,8 @@ def unflatten(vector: np.ndarray, like: dict[str, np.ndarray]) -> dict[str, np.n
 def ring_reducer(worker_grads: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """A :mod:`scaledl.nn.parallel` reducer: the ring all-reduce of :mod:`scaledl.comm.schedule` on the
     workers' flattened gradients (every worker ends with the same vector; rank 0's is returned)."""
+    from scaledl.comm.algorithms import allreduce  # here: lab 05's grading run leaves the algorithms out
+
     summed = allreduce([flatten(g) for g in worker_grads], algorithm="ring")[0]
     return unflatten(summed, worker_grads[0])
 
@@ -75,7 +75,7 @@ def mpi_train(comm, model, data, *, steps: int, batch_size: int = 32, optimizer=
     """
     from threadpoolctl import threadpool_limits
 
-    from scaledl.comm.mpi import ring_allreduce
+    from scaledl.comm.mpi_allreduce import ring_allreduce
     from scaledl.nn.optim import SGD
     from scaledl.nn.parallel import check_workers
 

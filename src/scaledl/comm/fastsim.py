@@ -36,7 +36,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from scaledl.comm.schedule import Schedule, bounds
+from scaledl.comm.transfers import Schedule, bounds
 
 __all__ = ["TIMELINE_AUTO_MAX_PIECES", "Undecided", "route", "Router", "ring_rounds", "ring_transfers",
            "schedule_rounds", "run"]

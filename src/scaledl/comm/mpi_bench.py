@@ -23,7 +23,8 @@ import os
 import sys
 
 from scaledl.comm.cost import allreduce_time
-from scaledl.comm.mpi import fit_alpha_beta, launch, mpich_env, pingpong, reduce_gamma, time_allreduce
+from scaledl.comm.mpi import fit_alpha_beta, launch, mpich_env, pingpong, reduce_gamma
+from scaledl.comm.mpi_allreduce import time_allreduce
 
 __all__ = ["DEFAULT_SIZES_B", "measure", "run", "fit", "predict", "format_table", "main"]
 

@@ -3,8 +3,9 @@
 Every link is one direction of a full-duplex connection and carries ``bandwidth_Bps`` (bytes per second)
 and ``latency_s``. Ranks are the integer nodes ``0 .. p-1``; switches, CPUs and NICs are string nodes.
 ``graph.graph["ranks"]`` is p and ``graph.graph["name"]`` says what the graph is. Routes are networkx
-shortest paths weighted by latency (:mod:`scaledl.comm.netsim`); what a route or a ring costs is in
-:mod:`scaledl.comm.routes` (its functions are also found here).
+shortest paths weighted by latency (:mod:`scaledl.comm.netsim`); what a route costs is in
+:mod:`scaledl.comm.routes`, what a ring costs in :mod:`scaledl.comm.ring_fit` (their functions are also found
+here; lab 05's grading run leaves the ring's out, and this module imports without them).
 
 >>> g = switch(4, bandwidth_Bps=10e9, latency_s=2e-6)
 >>> g.graph["ranks"], g.number_of_edges(), g.edges[0, "switch"]["latency_s"]
@@ -21,8 +22,19 @@ import numbers
 
 import networkx as nx
 
-from scaledl.comm.routes import path_alpha_beta, ring_order, ring_seconds_per_byte
+from scaledl._absent import left_out, missing
+from scaledl.comm.routes import path_alpha_beta
 from scaledl._args import count, nonnegative, positive
+
+try:  # lab 05's Task 3.1-3.2 answers, left out of its grading run (scaledl._absent)
+    from scaledl.comm.ring_fit import ring_order, ring_seconds_per_byte
+except ModuleNotFoundError as err:
+    left_out(err, globals())
+
+
+def __getattr__(name):
+    return missing(name, __name__, globals())
+
 
 __all__ = ["PCIE3_X16_Bps", "QPI_9_6GTs_Bps", "NVLINK4_H100_Bps", "IB_NDR_Bps", "PCIE_HOP_LATENCY_s",
            "NVLINK_HOP_LATENCY_s", "IB_HOP_LATENCY_s", "TOPOLOGIES", "switch", "ring", "svail_pcie_node",

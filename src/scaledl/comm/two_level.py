@@ -1,4 +1,4 @@
-"""Two-level all-reduce schedules, built from :mod:`scaledl.comm.schedule`'s one-level ones: the hierarchical
+"""Two-level all-reduce schedules, built from :mod:`scaledl.comm.algorithms`' one-level ones: the hierarchical
 all-reduce (reduce-scatter inside each group of ranks, an all-reduce across the groups on each shard, all-gather
 inside the groups; Horovod's and NCCL's across nodes), the 2-D torus of Mikami et al. (2018), and the same
 rounds as arrays for the simulator's fast path (:func:`hierarchical_rounds`).
@@ -10,7 +10,7 @@ import numpy as np
 
 from scaledl.comm.cost import ALLREDUCE_ALGORITHMS
 from scaledl._args import count
-from scaledl.comm.schedule import _BUILDERS, Schedule, Transfer, _round, bounds
+from scaledl.comm.transfers import Schedule, Transfer, _round, bounds
 
 __all__ = ["hierarchical", "torus_2d", "hierarchical_rounds"]
 
@@ -19,6 +19,8 @@ def _two_level(nodes: int, g: int, length: int, inter: str) -> list:
     """Reduce-scatter by ring inside every group of g consecutive ranks, all-reduce by ``inter`` across the
     groups among the ranks that hold the same shard, all-gather by ring inside the groups. The groups of a
     phase run side by side: round k of the phase holds round k of every group."""
+    from scaledl.comm.algorithms import _BUILDERS  # here: lab 05's grading run leaves the algorithms out
+
     b = bounds(length, g)
     rounds = []
     for s in range(g - 1):  # as in _ring: afterwards local rank i holds the group's sum of block (i + 1) mod g
@@ -63,7 +65,7 @@ def hierarchical(nodes: int, ranks_per_node: int, length: int, *, inter: str = "
     Raises:
         ValueError: nodes or ranks_per_node < 1, length < 0, an unknown inter-node algorithm.
     """
-    if inter not in _BUILDERS:
+    if inter not in ALLREDUCE_ALGORITHMS:
         raise ValueError(f"inter must be an allreduce algorithm, one of {', '.join(ALLREDUCE_ALGORITHMS)}; "
                          f"got {inter!r}")
     nodes, g = count("nodes", nodes, 1), count("ranks_per_node", ranks_per_node, 1)
@@ -119,7 +121,7 @@ def hierarchical_rounds(nodes: int, ranks_per_node: int, length: int, *, inter: 
     Raises:
         ValueError: as :func:`hierarchical`.
     """
-    if inter not in _BUILDERS:
+    if inter not in ALLREDUCE_ALGORITHMS:
         raise ValueError(f"inter must be an allreduce algorithm, one of {', '.join(ALLREDUCE_ALGORITHMS)}; "
                          f"got {inter!r}")
     nodes, g = count("nodes", nodes, 1), count("ranks_per_node", ranks_per_node, 1)
@@ -148,6 +150,8 @@ def hierarchical_rounds(nodes: int, ranks_per_node: int, length: int, *, inter: 
             elif inter == "ring":
                 local[hi - lo] = list(_ring_arrays(nodes, hi - lo))
             else:  # the other algorithms' rounds over the nodes are short (a few per lg nodes): convert them
+                from scaledl.comm.algorithms import _BUILDERS
+
                 local[hi - lo] = [_as_arrays(rnd) for rnd in _BUILDERS[inter](nodes, hi - lo)]
         shards.append((i, lo, local[hi - lo]))
     for k in range(max((len(r) for _, _, r in shards), default=0)):

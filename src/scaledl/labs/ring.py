@@ -31,7 +31,7 @@ import numpy as np
 
 from scaledl.comm import cost, netsim
 from scaledl.comm import topology as T
-from scaledl.comm.schedule import Schedule, Transfer, bounds, run
+from scaledl.comm.transfers import Schedule, Transfer, bounds, run
 from scaledl.labs.check import CheckResult
 from scaledl.labs.hints import hint as _text
 

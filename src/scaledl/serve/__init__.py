@@ -9,6 +9,7 @@
 ``views``           ``users_at_slo`` table, latency percentiles against load, the chapter widget
 ``theory``          M/D/1 mean wait (Pollaczek-Khinchine) and the eager batcher's steady-state batch
 ``hook``            a policy as a Python function ``next_batch(waiting, busy, max_batch)`` (lab 07) and its check
+``policy_specs``    the reference policies of lab 07 (``single_spec``, ``batch_dispatch_spec``)
 ``lifetime``        training against inference compute over a model's service life
 ==================  ===========================================================================
 
@@ -18,11 +19,25 @@
 (0.51, 0.5)
 """
 
+from scaledl._absent import left_out, missing
 from scaledl.serve.arrivals import Bursty, poisson_arrivals
 from scaledl.serve.service import linear, measured, roofline, service_table
 from scaledl.serve.simulate import POLICIES, SimResult, simulate
-from scaledl.serve.slo import capacity_rps, max_rate_at_slo
-from scaledl.serve.theory import eager_steady_batch, md1_mean_wait_s
+
+# Lab 07's answers, each left out of some of its grading runs (scaledl._absent): the package imports all the same.
+try:
+    from scaledl.serve.slo import capacity_rps, max_rate_at_slo
+except ModuleNotFoundError as err:
+    left_out(err, globals())
+try:
+    from scaledl.serve.theory import eager_steady_batch, md1_mean_wait_s
+except ModuleNotFoundError as err:
+    left_out(err, globals())
+
+
+def __getattr__(name):
+    return missing(name, __name__, globals())
+
 
 __all__ = ["Bursty", "poisson_arrivals", "linear", "measured", "roofline", "service_table", "POLICIES",
            "SimResult", "simulate", "capacity_rps", "max_rate_at_slo", "eager_steady_batch", "md1_mean_wait_s"]

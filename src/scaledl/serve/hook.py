@@ -15,7 +15,8 @@ the bugs :func:`check_batch_policy` is there to catch.
 The loop is plain Python, about 1 us of overhead per event plus the policy's own cost: 100,000 requests in
 about half a second. Events that coincide are taken arrivals first, which is how the compiled loop counts a
 request arriving exactly when the server frees up, so a correct policy reproduces :func:`simulate`'s
-batches and latencies exactly (same seed, same arrivals).
+batches and latencies exactly (same seed, same arrivals). The reference policies (``single_spec``,
+``batch_dispatch_spec``) are :mod:`scaledl.serve.policy_specs`, also found here.
 
 >>> from scaledl.serve import linear
 >>> r = run_policy(batch_dispatch_spec, rate=2000.0, service=linear(0.010, 0.0002), n_requests=20_000,
@@ -33,18 +34,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scaledl._absent import left_out, missing
 from scaledl._args import count, positive
 from scaledl.serve.arrivals import arrival_times
 
+try:  # lab 07's Task 1.1-1.2 answers (scaledl.serve.policy_specs), left out of their grading run (scaledl._absent)
+    from scaledl.serve.policy_specs import batch_dispatch_spec, single_spec  # noqa: F401
+except ModuleNotFoundError as err:
+    left_out(err, globals())
 
-def single_spec(waiting: int, busy: bool, max_batch: int) -> int:
-    """One request at a time: start the oldest one whenever the server is free."""
-    return 0 if busy or waiting == 0 else 1
 
-
-def batch_dispatch_spec(waiting: int, busy: bool, max_batch: int) -> int:
-    """Deep Speech 2's Batch Dispatch: when the server is free, start everything waiting, up to ``max_batch``."""
-    return 0 if busy else min(waiting, max_batch)
+def __getattr__(name):
+    return missing(name, __name__, globals())
 
 
 @dataclass(frozen=True, eq=False)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaledl.comm.compression.message import INDEX_NBYTES, SparseMessage
-from scaledl.comm.schedule import Schedule, Transfer
+from scaledl.comm.transfers import Schedule, Transfer
 
 __all__ = ["SparseAllreduce", "sparse_allreduce", "break_even_density"]
 

@@ -1,7 +1,7 @@
 """Lab 06 (Deep Gradient Compression): the student's side of the graded tasks.
 
 Tasks 1.2, 2.1 and 2.2 are graded on their own: their produce functions run the student's compressor with the
-reference top-k (:func:`scaledl.labs.dgc_checks.spec_top_k`) in place of theirs, so a wrong Task 1.1 costs only
+reference top-k (:func:`scaledl.labs.top_k_spec.spec_top_k`) in place of theirs, so a wrong Task 1.1 costs only
 Task 1.1. Task 3.1 runs the student's reducer on compressors whose messages are fixed in advance
 (:class:`_Fixed`, :func:`fixed_message`, which the judge replays), so it does not depend on their compressors.
 """
@@ -30,10 +30,10 @@ def _top_k_produce(ns, inp):
 # ------------------------------------------------------------------------------- Tasks 1.2, 2.1, 2.2
 def _run_compressor(ns, inp, make, state):
     """Each case's messages and final ``state`` ({output name: attribute}) with the reference top-k in ns."""
-    import scaledl.labs.dgc_checks as D
+    from scaledl.labs.top_k_spec import spec_top_k  # kept in these tasks' grading run (Task.needs)
 
     theirs, had = ns.get("top_k"), "top_k" in ns
-    ns["top_k"] = D.spec_top_k  # graded on its own: a wrong Task 1.1 must not cost this task too
+    ns["top_k"] = spec_top_k  # graded on its own: a wrong Task 1.1 must not cost this task too
     try:
         out = {}
         for c, ratio in enumerate(inp["ratios"]):

@@ -26,8 +26,8 @@ def _answer(v):
 def run_at_load(policy, load: dict, inp: dict):
     """``policy`` served by the event loop at ``load`` (rate, service a_s + c_s b, max_batch) on ``inp``'s
     arrivals."""
-    from scaledl.serve import linear
     from scaledl.serve.hook import run_policy
+    from scaledl.serve.service import linear
 
     return run_policy(policy, rate=load["rate"], service=linear(load["a_s"], load["c_s"]),
                       n_requests=inp["n_requests"], max_batch=load["max_batch"], seed=inp["seed"])
@@ -68,8 +68,8 @@ def _steady_produce(ns, inp):
 # --- Task 3.1: users at a latency objective, graded with the library's own policy ---------------------------
 
 def _users_produce(ns, inp):
-    from scaledl.serve import linear
-    from scaledl.serve.hook import batch_dispatch_spec
+    from scaledl.serve.policy_specs import batch_dispatch_spec  # kept in this task's grading run (Task.needs)
+    from scaledl.serve.service import linear
 
     f = student(ns, "max_users")
     service = linear(inp["a_s"], inp["c_s"])

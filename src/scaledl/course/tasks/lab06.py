@@ -1,10 +1,11 @@
 """Lab 06 (Deep Gradient Compression): the graded tasks, split into inputs, production and judgement.
 
 Tasks 1.2, 2.1 and 2.2 are graded on their own: their produce functions (:mod:`scaledl.course.produce.lab06`)
-run the student's compressor with the reference top-k (:func:`scaledl.labs.dgc_checks.spec_top_k`) in place of
-theirs, so a wrong Task 1.1 costs only Task 1.1. Task 3.1 runs the student's reducer on compressors whose
-messages are fixed in advance (:func:`scaledl.course.produce.lab06.fixed_message`), so it does not depend on
-their compressors either. Every judge compares with the independent specification in
+run the student's compressor with the reference top-k (:func:`scaledl.labs.top_k_spec.spec_top_k`) in place of
+theirs, so a wrong Task 1.1 costs only Task 1.1: Task 1.1 forbids that module, and those three need it (their
+grading run keeps it, and leaves the rest of the library's compressors and checks out). Task 3.1 runs the student's
+reducer on compressors whose messages are fixed in advance (:func:`scaledl.course.produce.lab06.fixed_message`), so
+it does not depend on their compressors either. Every judge compares with the independent specification in
 :mod:`scaledl.labs.dgc_checks`, computed in the grader's process, and names the classic bug with the same
 functions as the notebook's checks (``top_k_hint``, ``ef_hint``, ``dgc_hint``).
 """
@@ -21,6 +22,7 @@ from scaledl.course.tasks import Task, array, first_mismatch
 from scaledl.labs.hints import hint, with_hints
 
 LIBRARY = ("scaledl.comm.compression", "scaledl.labs.dgc_checks")  # the library's compressors and the spec
+TOP_K = "scaledl.labs.top_k_spec"  # Task 1.1's answer, and the stand-in for it in Tasks 1.2, 2.1 and 2.2
 BYTES_PER_SENT = 8     # the wire format: a uint32 index and a float32 value per sent element
 STEPS = 9              # compress() calls per case in Tasks 1.2-2.2: long enough for residuals to build up
 WORKERS, BATCH, EPOCHS = 8, 64, 30  # the lab's training run (its cell "data = digits()")
@@ -249,16 +251,16 @@ _dgc_masking_judge = _dgc_judge("Task 2.2", *DGC["task_2_2"])
 
 TASKS = (
     Task("task_1_1", "Task 1.1", ("top_k",), _top_k_inputs, PRODUCE["task_1_1"], _top_k_judge, local_seed=150601,
-         forbidden_modules=LIBRARY),
+         forbidden_modules=(*LIBRARY, TOP_K)),
     Task("task_1_2", "Task 1.2", ("TopKEF.compress",), _sparse_inputs, PRODUCE["task_1_2"], _topk_ef_judge,
          local_seed=150602, forbidden_modules=LIBRARY,
-         replaced=("top_k",)),
+         replaced=("top_k",), needs=(TOP_K,)),
     Task("task_2_1", "Task 2.1", ("DGCCompressor.compress",), _sparse_inputs, PRODUCE["task_2_1"], _dgc_momentum_judge,
          local_seed=150603, forbidden_modules=LIBRARY,
-         replaced=("top_k",)),
+         replaced=("top_k",), needs=(TOP_K,)),
     Task("task_2_2", "Task 2.2", ("DGCCompressor.compress",), _sparse_inputs, PRODUCE["task_2_2"], _dgc_masking_judge,
          local_seed=150604, forbidden_modules=LIBRARY,
-         replaced=("top_k",)),
+         replaced=("top_k",), needs=(TOP_K,)),
     Task("task_3_1", "Task 3.1", ("CompressedReducer.__call__",), _reducer_inputs, PRODUCE["task_3_1"],
          _reducer_judge, local_seed=150605, forbidden_modules=LIBRARY),
     # Task 3.2 is answered by two values (ratio, optimizer), not a function: today's hidden test guards nothing.

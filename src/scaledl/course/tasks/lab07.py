@@ -1,7 +1,7 @@
 """Lab 07 (batch dispatch): the graded tasks, split into inputs, production and judgement.
 
 The student's policies run in the event loop of :mod:`scaledl.course.produce.lab07`; the judges run the
-library's reference policies (:mod:`scaledl.serve.hook`) on the same arrivals here.
+library's reference policies (:mod:`scaledl.serve.policy_specs`) on the same arrivals here.
 """
 
 from __future__ import annotations
@@ -191,5 +191,6 @@ TASKS = (
          local_seed=150704, forbidden=("scaledl.serve.eager_steady_batch",),
          forbidden_modules=("scaledl.serve.theory",)),
     Task("task_3_1", "Task 3.1", ("max_users",), _users_inputs, PRODUCE["task_3_1"], _users_judge, local_seed=150705,
-         forbidden=("scaledl.serve.max_rate_at_slo",), forbidden_modules=("scaledl.serve.slo",)),
+         forbidden=("scaledl.serve.max_rate_at_slo",), forbidden_modules=("scaledl.serve.slo",),
+         needs=("scaledl.serve.policy_specs",)),  # produce hands the student's search the reference policy
 )

@@ -39,7 +39,8 @@ from __future__ import annotations
 from scaledl.labs.dgc_checks.exchange import check_compressed_training, check_reducer, compression_ratio
 from scaledl.labs.dgc_checks.sparsify import (check_dgc, check_error_feedback, check_top_k, dgc_hint, ef_hint,
                                               top_k_cases, top_k_hint)
-from scaledl.labs.dgc_checks.spec import spec_dgc, spec_k, spec_top_k, spec_topk_ef
+from scaledl.labs.dgc_checks.spec import spec_dgc, spec_k, spec_topk_ef
+from scaledl.labs.top_k_spec import spec_top_k
 
 # Kept under the package's name for the grader's judges (scaledl.course.tasks.lab06) and the tests.
 from scaledl.labs.dgc_checks.spec import BYTES_PER_SENT, EF_RATIOS, EF_SIZES, SHOWN, _ef_gradients  # noqa: F401

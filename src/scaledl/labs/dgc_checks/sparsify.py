@@ -10,7 +10,8 @@ import numpy as np
 from scaledl.labs.check import CheckResult
 from scaledl.labs.hints import hint
 from scaledl.labs.dgc_checks.spec import (EF_RATIOS, EF_SIZES, _dense, _differences, _ef_gradients, _fmt, _hint,
-                                          spec_dgc, spec_k, spec_top_k, spec_topk_ef)
+                                          spec_dgc, spec_k, spec_topk_ef)
+from scaledl.labs.top_k_spec import spec_top_k
 
 
 # --------------------------------------------------------------------------------------------- top-k

@@ -1,11 +1,13 @@
-"""Lab 06's independent specification: top-k, top-k with error feedback and DGC in plain NumPy (never
-:mod:`scaledl.comm.compression`), and the helpers the checks share to show a difference."""
+"""Lab 06's independent specification: top-k (:mod:`scaledl.labs.top_k_spec`), top-k with error feedback and DGC
+in plain NumPy (never :mod:`scaledl.comm.compression`), and the helpers the checks share to show a difference."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from scaledl.labs.top_k_spec import spec_top_k
 
 SHOWN = 5
 EF_SIZES = (1, 7, 37, 101, (5, 13))  # odd sizes, none a multiple of another, one 2-D
@@ -17,13 +19,6 @@ BYTES_PER_SENT = 8  # a uint32 index and a float32 value
 def spec_k(ratio: float, n: int) -> int:
     """Elements sent of a tensor of ``n``: ceil(ratio n), at least one."""
     return min(n, max(1, math.ceil(ratio * n)))
-
-
-def spec_top_k(v, k: int) -> np.ndarray:
-    """Sorted flat indices of the ``k`` largest ``|v|``, ties to the lower index (plain Python sort)."""
-    flat = [abs(float(x)) for x in np.asarray(v).ravel()]
-    chosen = sorted(range(len(flat)), key=lambda i: (-flat[i], i))[:k]
-    return np.array(sorted(chosen), dtype=np.int64)
 
 
 def spec_topk_ef(grads, ratio: float):
