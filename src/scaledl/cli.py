@@ -163,7 +163,7 @@ def _course_command(args) -> int:
     if args.course_command == "gradescope":
         from scaledl.course.gradescope_zip import build
 
-        path = build(args.lab, Path(args.out), book=load(), timeout_s=args.timeout)
+        path = build(args.lab, Path(args.out), book=load(), timeout_s=args.timeout, sandbox=args.sandbox)
         print(f"wrote {path}: upload it as the assignment's autograder (the instructor guide's Gradescope section)")
         return 0
     raise AssertionError(args.course_command)
@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     gs.add_argument("--out", default=".", help="folder to write the zip in (default: here)")
     gs.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook (default 300; keep "
                                                                  "Gradescope's limit above it)")
+    gs.add_argument("--sandbox", default="auto", choices=("auto", "bwrap", "user", "account"),
+                    help="the sandbox level every run asks for, and setup.sh checks (default auto: the strongest "
+                         "that works in the container)")
     bench = sub.add_parser("bench", help="GPU only: check every kernel variant, then time it against a "
                                          "baseline measured in the same run; `bench netsim`: the network "
                                          "simulator's ranks against seconds, on the CPU; `bench mpi`: "

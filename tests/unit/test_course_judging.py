@@ -17,6 +17,7 @@ from scaledl.course import exchange, graded_run, integrity
 from scaledl.course import grade as G
 from scaledl.course.lab import Grade
 from scaledl.course.review.findings import Finding
+from scaledl.course.untrusted import plain_file
 
 LAB03 = G.load_lab("lab03")
 GID = "task_1_1"
@@ -89,12 +90,12 @@ def test_plain_file_refuses_links_directories_and_paths_outside(tmp_path):
     os.symlink("/etc/passwd", tmp_path / "link")
     os.symlink(tmp_path / "d", tmp_path / "dlink")
     (tmp_path / "d" / "f").write_text("y")
-    assert G.plain_file(tmp_path, tmp_path / "a") and G.plain_file(tmp_path, tmp_path / "d" / "f")
-    assert not G.plain_file(tmp_path, tmp_path / "link")
-    assert not G.plain_file(tmp_path, tmp_path / "d")
-    assert not G.plain_file(tmp_path, tmp_path / "dlink" / "f")  # a link on the way
-    assert not G.plain_file(tmp_path, tmp_path / "missing")
-    assert not G.plain_file(tmp_path / "d", tmp_path / "a")  # outside the folder
+    assert plain_file(tmp_path, tmp_path / "a") and plain_file(tmp_path, tmp_path / "d" / "f")
+    assert not plain_file(tmp_path, tmp_path / "link")
+    assert not plain_file(tmp_path, tmp_path / "d")
+    assert not plain_file(tmp_path, tmp_path / "dlink" / "f")  # a link on the way
+    assert not plain_file(tmp_path, tmp_path / "missing")
+    assert not plain_file(tmp_path / "d", tmp_path / "a")  # outside the folder
 
 
 def test_the_notebook_the_sandbox_gets_holds_no_line_of_the_hidden_tests():
@@ -131,7 +132,8 @@ def test_the_plan_skips_checks_tests_and_the_hand_in_cell_and_runs_the_rest():
 def test_results_on_the_pipe_are_data_only():
     packed = exchange.pack({"x": np.arange(3, dtype=np.float32), "n": 2, "s": "ok", "l": [1, 2.5]})
     back = exchange.unpack(json.loads(json.dumps(packed)))
-    assert back["x"].dtype == np.float32 and back["x"].tolist() == [0, 1, 2] and back["n"] == 2 and back["l"] == [1, 2.5]
+    assert back["x"].dtype == np.float32 and back["x"].tolist() == [0, 1, 2]
+    assert back["n"] == 2 and back["l"] == [1, 2.5]
     with pytest.raises(TypeError, match="object array"):
         exchange.pack({"o": np.array([object()])})
     with pytest.raises(ValueError, match="not base64"):

@@ -30,7 +30,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,6 +40,7 @@ import numpy as np
 from scaledl._args import UsageError
 from scaledl.course import exchange, integrity, nbgrader_exchange, produce, safe_csv, submissions
 from scaledl.course.integrity import meta, test_cells  # noqa: F401  (test_cells: the public name it had here)
+from scaledl.course.untrusted import read_notebook
 from scaledl.course.lab import (STATUSES, UNTOUCHED, Grade, Lab, handed_out, load_lab,  # noqa: F401  (old home)
                                 note_untouched, untouched)
 from scaledl.course.authoring import mark_answer_cells, new_test_cell  # noqa: F401  (their old home)
@@ -86,6 +86,14 @@ def judge(lab: Lab, grade: Grade, inputs: dict, results: dict, bypass: dict, err
     costs the task."""
     errors = errors or {}
     for gid, task in lab.tasks.items():
+        if bypass.get(gid):  # the library's own answer: no points whatever came back, and a person looks
+            f = bypass[gid][0]
+            grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: {f.why} (cell {f.cell}, line {f.line})"
+            if gid not in results:
+                grade.messages[gid] += f"; no result ({errors.get(gid) or 'none came back'})"
+            grade.status = "REVIEW"
+            grade.details.append(f"cell {f.cell} line {f.line}: {f.why}: {f.code}")
+            continue
         if gid not in results:
             why = errors.get(gid) or "no result came back"
             grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: no result ({why})"
@@ -96,13 +104,7 @@ def judge(lab: Lab, grade: Grade, inputs: dict, results: dict, bypass: dict, err
             msg = str(err) if isinstance(err, AssertionError) else f"{task.title}: {type(err).__name__}: {err}"
             grade.points[gid], grade.messages[gid] = 0.0, msg[:500]
         else:
-            if bypass.get(gid):  # right, but with the library's own answer: no points, and a person looks
-                f = bypass[gid][0]
-                grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: {f.why} (cell {f.cell}, line {f.line})"
-                grade.status = "REVIEW"
-                grade.details.append(f"cell {f.cell} line {f.line}: {f.why}: {f.code}")
-            else:
-                grade.points[gid], grade.messages[gid] = lab.points[gid], "passed"
+            grade.points[gid], grade.messages[gid] = lab.points[gid], "passed"
 
 
 def numba_cache_seed(lab: Lab, folder: Path) -> Path | None:
@@ -144,10 +146,6 @@ class Prepared:
                           for k, g in enumerate(self.groups)}
 
 
-def _size(n: int) -> str:
-    return f"{n / 2**20:.1f} MB"
-
-
 def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limits=None,
               numba_cache: Path | None = None, prepared: Prepared | None = None):
     """Grade one submission; returns (Grade, notebook as run or None). Never raises for what it holds.
@@ -162,9 +160,9 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
     try:
         size = sub.path.stat().st_size
         if size > MAX_NOTEBOOK_BYTES:
-            raise UsageError(f"the notebook is {_size(size)}; a lab notebook with its outputs is under 2 MB, and the "
-                             f"grader reads at most {_size(MAX_NOTEBOOK_BYTES)}: clear its outputs (Edit > Clear "
-                             f"Outputs of All Cells), save, and hand it in again")
+            raise UsageError(f"the notebook is {size / 2**20:.1f} MB; a lab notebook with its outputs is under 2 MB, "
+                             f"and the grader reads at most {MAX_NOTEBOOK_BYTES / 2**20:.1f} MB: clear its outputs "
+                             f"(Edit > Clear Outputs of All Cells), save, and hand it in again")
         submitted = nbformat.read(sub.path, as_version=4)
     except UsageError as err:
         g.status, g.details = "REJECTED", g.details + [str(err)]
@@ -185,10 +183,15 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
         same = c.get("id") in theirs and c.source == theirs[c.get("id")] and not meta(c).get("solution")
         return not (integrity.is_test(c) or meta(c).get("locked") or same)
 
+    started = time.perf_counter()
     found = R.review([(i, c.source, students(c)) for i, c in enumerate(nb.cells) if c.cell_type == "code"],
                      lab.tasks.values())
-    with tempfile.TemporaryDirectory(prefix="scaledl-views-") as scratch:
-        prepared = prepared or Prepared(lab, sandbox, Path(scratch))
+    g.stages["review"] = round(time.perf_counter() - started, 3)
+    from scaledl.course.mounts import scratch
+
+    views_dir = None if prepared is not None else scratch("views")
+    try:
+        prepared = prepared or Prepared(lab, sandbox, views_dir)
         inputs = {}
 
         def draw(gid):  # called when the task is served: after every cell of the notebook has run
@@ -197,7 +200,10 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
 
         out = graded_run.run(sandbox, lab, nb, prepared.groups, draw, timeout_s=timeout_s, env_for=kernel_env,
                              limits=limits, numba_cache=numba_cache, views=prepared.views,
-                             read_notebook=_read_notebook)
+                             read_notebook=lambda w, p: read_notebook(w, p, 4 * MAX_NOTEBOOK_BYTES))
+    finally:
+        if views_dir is not None:
+            shutil.rmtree(views_dir, ignore_errors=True)
     if out.status == "timeout":
         g.status = "TIMEOUT"
         g.details.append(f"time limit ({timeout_s:g} s)" + (f" at cell {out.cell}" if out.cell is not None else
@@ -208,12 +214,15 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
         g.details.append("the run ended before its hidden tests were done"
                          + (f" (at cell {out.cell})" if out.cell is not None else "")
                          + (f": {said[-1][:200]}" if said else ""))
+    g.stages.update(out.stages)
+    started = time.perf_counter()
     judge(lab, g, inputs, out.results, found.bypass, out.errors)
+    g.stages["judge"] = round(time.perf_counter() - started, 3)
     note_untouched(g, submitted, lab)
     from scaledl.labs.written import unanswered
 
     g.unwritten = unanswered(submitted, list(lab.answers))
-    if g.unwritten:
+    if g.unwritten and UNTOUCHED not in g.details:  # an untouched notebook says so once
         g.details.append("written answers not answered yet: " + ", ".join(g.unwritten))
     if found.suspicious:  # a person must look, whatever else happened (the detail says what)
         g.details += [f"cell {f.cell} line {f.line}: {f.why}: {f.code}" for f in found.suspicious]
@@ -225,51 +234,6 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
                       f"answers out): {f.code}" for f in routes]
         g.status = "REVIEW"
     return g, out.ran
-
-
-def plain_file(work: Path, path: Path) -> bool:
-    """True when ``path`` is a regular file inside ``work`` reached without a symbolic link.
-
-    The graded notebook ran as the grading user with write access to ``work``: it may have left
-    ``run.ipynb -> /home/you/solutions/lab03.ipynb`` for the grader (you) to read into its feedback. Its
-    processes are all dead by now, so checking each component with lstat is not racy.
-    """
-    import stat
-
-    try:
-        rel = Path(path).relative_to(work)
-    except ValueError:
-        return False
-    at = Path(work)
-    for k, part in enumerate(rel.parts):
-        at = at / part
-        try:
-            mode = os.lstat(at).st_mode
-        except OSError:
-            return False
-        last = k == len(rel.parts) - 1
-        if stat.S_ISLNK(mode) or (last and not stat.S_ISREG(mode)) or (not last and not stat.S_ISDIR(mode)):
-            return False
-    return True
-
-
-def _read_json(work: Path, path: Path) -> dict:
-    try:
-        if not plain_file(work, path) or path.stat().st_size > 1 << 20:
-            return {}
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError, RecursionError):
-        return {}
-
-
-def _read_notebook(work: Path, path: Path):
-    try:
-        if not plain_file(work, path) or path.stat().st_size > 4 * MAX_NOTEBOOK_BYTES:
-            return None
-        return nbformat.read(path, as_version=4)
-    except Exception:  # a run killed mid-write leaves half a file: the feedback then shows no cells
-        return None
 
 
 CSV_HEAD = ["student", "file", "status", "total", "max"]
@@ -321,15 +285,12 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     head = csv_head(lab)
     hidden_sources = [c.source for c in lab.solution.cells if integrity.is_test(c)]
-    partial = open(out / "grades.partial.csv", "w", newline="", encoding="utf-8")
-    writer = safe_csv.writer(partial)  # no cell a spreadsheet would run as a formula (a student's file name)
-    writer.writerow(head)
     if progress:
         progress(f"grading {len(subs)} notebook(s) of {lab.id}; sandbox: {box.describe()}")
+    from scaledl.course.mounts import scratch as new_scratch, sweep_stale
 
-    scratch = Path(tempfile.mkdtemp(prefix="scaledl-batch-"))
-    numba_cache = numba_cache_seed(lab, scratch) if subs else None
-    prepared = Prepared(lab, box, scratch)
+    sweep_stale()  # what a grader killed from outside left behind
+    scratch = new_scratch("batch")
 
     def one(sub):
         start = time.perf_counter()
@@ -353,16 +314,22 @@ def grade_folder(folder, lab: Lab | str, *, out, timeout_s: float = 300, sandbox
         return g
 
     grades = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for k, g in enumerate(pool.map(one, subs)):
-            grades.append(g)
-            writer.writerow(_row(g, lab, folder))
-            partial.flush()
-            if progress:
-                progress(f"[{k + 1}/{len(subs)}] {g.student}: {g.total:g}/{lab.maximum:g} points, {g.status}"
-                         + (f" ({g.detail[:120]})" if g.detail else "") + f", {g.seconds:.0f} s")
-    partial.close()
-    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        numba_cache = numba_cache_seed(lab, scratch) if subs else None
+        prepared = Prepared(lab, box, scratch)
+        with open(out / "grades.partial.csv", "w", newline="", encoding="utf-8") as partial, \
+                ThreadPoolExecutor(max_workers=jobs) as pool:
+            writer = safe_csv.writer(partial)  # no cell a spreadsheet would run as a formula (a student's file name)
+            writer.writerow(head)
+            for k, g in enumerate(pool.map(one, subs)):
+                grades.append(g)
+                writer.writerow(_row(g, lab, folder))
+                partial.flush()
+                if progress:
+                    progress(f"[{k + 1}/{len(subs)}] {g.student}: {g.total:g}/{lab.maximum:g} points, {g.status}"
+                             + (f" ({g.detail[:120]})" if g.detail else "") + f", {g.seconds:.0f} s")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     left = box.sweep()
     if left and progress:
         progress(f"killed {len(left)} process(es) left by graded notebooks: {left[:10]}")

@@ -45,6 +45,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)  # what a person should know (REVIEW)
     ran: object = None  # the first runner's notebook as run, or None
     output: str = ""  # the last runner output (diagnostics)
+    stages: dict = field(default_factory=dict)  # seconds by stage (start, cells, hidden tests), summed over groups
 
 
 def plan(nb, solution) -> dict[str, str]:
@@ -102,6 +103,7 @@ class _Runner:
         self.replies: queue.Queue = queue.Queue()
         self.requests = os.fdopen(self.req_w, "wb")
         self.cell = None
+        self.started, self.first_cell, self.cells_s = time.monotonic(), None, 0.0
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -142,6 +144,9 @@ class _Runner:
                 return "died"
             if "cell" in msg and isinstance(msg["cell"], int):
                 self.cell = msg["cell"]
+                self.first_cell = self.first_cell or time.monotonic()
+            if isinstance(msg.get("seconds"), (int, float)):
+                self.cells_s += float(msg["seconds"])
             if msg.get("ready") is True:
                 return "ready"
 
@@ -212,6 +217,9 @@ def run(box, lab, nb, groups, draw, *, timeout_s: float, env_for, limits=None, n
                              overlays=(views or {}).get(group, ()), argv_python=sys.executable)
             stack.callback(lambda r=runner, w=work, first=k == 0: _finish(r, w, first, out, read_notebook))
             state = runner.ready(deadline)
+            _add(out.stages, "start (sandbox, Python, IPython)",
+                 (runner.first_cell or time.monotonic()) - runner.started)
+            _add(out.stages, "cells", runner.cells_s)
             if state == "ready":
                 runners[group] = runner
                 continue
@@ -229,7 +237,9 @@ def run(box, lab, nb, groups, draw, *, timeout_s: float, env_for, limits=None, n
                 out.errors.setdefault(gid, "not run: the time limit was reached first" if out.status == "timeout"
                                       else "not run")
                 continue
+            asked = time.monotonic()
             reply = runner.ask(gid, draw(gid), deadline)
+            _add(out.stages, "hidden tests", time.monotonic() - asked)
             if reply == "timeout":
                 out.status, out.errors[gid] = "timeout", "the time limit was reached while its hidden tests ran"
                 continue
@@ -245,6 +255,10 @@ def run(box, lab, nb, groups, draw, *, timeout_s: float, env_for, limits=None, n
             else:
                 out.errors[gid] = str(reply.get("error", "no result"))[:200]
     return out
+
+
+def _add(stages: dict, name: str, seconds: float) -> None:
+    stages[name] = round(stages.get(name, 0.0) + max(0.0, seconds), 3)
 
 
 def _finish(runner: _Runner, work: Path, first: bool, out: Outcome, read_notebook) -> None:

@@ -33,6 +33,7 @@ from scaledl._args import UsageError
 from scaledl.course import grade as G
 from scaledl.course import sandbox as S
 from scaledl.course.submissions import Submission
+from scaledl.course.untrusted import plain_file
 
 ROOT_VAR = "AUTOGRADER_ROOT"
 DEFAULT_ROOT = "/autograder"
@@ -126,7 +127,7 @@ def choose(folder: Path, lab: G.Lab, student_file: str) -> tuple[Submission | No
     if folder.is_dir():
         for path in sorted(folder.rglob("*.ipynb")):
             rel = path.relative_to(folder)
-            if not any(p.startswith(".") or p == "__MACOSX" for p in rel.parts) and G.plain_file(folder, path):
+            if not any(p.startswith(".") or p == "__MACOSX" for p in rel.parts) and plain_file(folder, path):
                 found.append(path)
     if not found:
         handed = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
@@ -158,10 +159,12 @@ def choose(folder: Path, lab: G.Lab, student_file: str) -> tuple[Submission | No
 STATUS_NOTES = {
     "REVIEW": "Your instructor reads this submission before the points are final (the detail says why).",
     "TIMEOUT": "The notebook hit the time limit; the tasks whose results came back before it still count.",
-    "CRASHED": "The notebook's kernel died or the run ended without a report; tasks whose results came back "
-               "before still count.",
+    "CRASHED": "The notebook's run ended before its hidden tests were done (it died, or a cell ended it); tasks "
+               "whose results came back before still count.",
     "REJECTED": "This submission was not graded.",
 }
+NOT_SET_UP = ("Not graded: the autograder is not set up in this container (its sandbox could not start). Your "
+              "instructor has been told and will grade this submission again; nothing is wrong with your notebook.")
 
 
 def results_json(lab: G.Lab, g: G.Grade, *, seed: int, seconds: float, sandbox: str, spec: dict) -> dict:
@@ -177,8 +180,10 @@ def results_json(lab: G.Lab, g: G.Grade, *, seed: int, seconds: float, sandbox: 
     lines = [f"{spec.get('title', lab.id)}: {g.total:g} of {lab.maximum:g} autograded points. Status: {g.status}."]
     if g.detail:
         lines.append(f"Detail: {g.detail}")
-    if g.status in STATUS_NOTES:
-        lines.append(STATUS_NOTES[g.status])
+    if getattr(g, "not_set_up", False):
+        lines.append(NOT_SET_UP)
+    else:
+        lines += [STATUS_NOTES[part] for part in g.statuses if part in STATUS_NOTES]
     if lab.written:
         lines.append("Written answers (the cells headed \u201cYour answer\u201d, the Questions) are graded by hand "
                      "by your instructor and are not in this score.")
@@ -223,9 +228,11 @@ def run(root, *, sandbox: str = "auto", seed: int | None = None, progress=print)
             box = strongest(sandbox)
             level = box.level
             progress(f"sandbox: {box.describe()}")
-        except ValueError as err:
+        except ValueError as err:  # the autograder's fault, not the student's: said so to them, why to you
             g = G.Grade(STUDENT, sub.path, {gid: 0.0 for gid in lab.tasks}, status="CRASHED",
-                        details=["not run: no sandbox works in this container, and student code never runs as root"])
+                        details=[f"not run: the sandbox level {sandbox!r} does not work in this container "
+                                 f"(student code never runs as root): {str(err)[:300]}"])
+            g.not_set_up = True
             progress(f"no sandbox: {err}")
         else:
             cache = root / WARM / "numba-cache"
@@ -268,13 +275,21 @@ def setup(root, *, progress=print) -> int:
              + (f"warmed in {time.perf_counter() - start:.0f} s" if cache else "none needed"))
     make_readable(Path(sys.prefix))
     lock(root)
-    try:
-        box = strongest(os.environ.get(SANDBOX_VAR, "auto"))
+    level = sandbox_level(spec)
+    try:  # the level each run will ask for, not "auto": a run must not find less than setup found
+        box = strongest(level)
     except ValueError as err:
-        progress(f"scaledl gradescope setup: no sandbox works here: {err}")
+        progress(f"scaledl gradescope setup: the sandbox level {level!r} that run_autograder will use does not "
+                 f"work here: {err}")
         return 1
-    progress(f"sandbox here: {box.describe()}")
+    progress(f"sandbox here: {box.describe()} (level {level!r}, as each run will ask)")
     return 0
+
+
+def sandbox_level(spec: dict) -> str:
+    """The level every run of this bundle asks for: $SCALEDL_GRADESCOPE_SANDBOX, else lab.json's ``sandbox``
+    (``scaledl course gradescope --sandbox``), else "auto"."""
+    return os.environ.get(SANDBOX_VAR) or spec.get("sandbox") or "auto"
 
 
 def main(argv=None) -> int:
@@ -287,15 +302,15 @@ def main(argv=None) -> int:
                                                                                    "or /autograder")
         if name == "run":
             s.add_argument("--seed", type=int, default=None, help="the hidden tests' inputs (default: new)")
-            s.add_argument("--sandbox", default=os.environ.get(SANDBOX_VAR, "auto"),
-                           choices=("auto", *S.LEVELS[:-1], S.ACCOUNT))
+            s.add_argument("--sandbox", default=None, choices=("auto", *S.LEVELS[:-1], S.ACCOUNT),
+                           help="default: $SCALEDL_GRADESCOPE_SANDBOX, else lab.json's sandbox, else auto")
     args = p.parse_args(argv)
     from scaledl import _startup  # noqa: F401  (nbformat without jsonschema's slow IRI parsers)
 
     if args.step == "setup":
         return setup(args.root)
     try:
-        run(args.root, sandbox=args.sandbox, seed=args.seed)
+        run(args.root, sandbox=args.sandbox or sandbox_level(read_spec(Path(args.root))), seed=args.seed)
     except Exception as err:  # the bundle itself is broken: say so to the student, the traceback to stdout
         traceback.print_exc(file=sys.stdout)
         write_results(Path(args.root), {"score": 0, "stdout_visibility": "hidden", "output":

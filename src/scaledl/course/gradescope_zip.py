@@ -129,10 +129,12 @@ def _add(z: zipfile.ZipFile, name: str, data: bytes | str, mode: int = 0o644) ->
     z.writestr(info, data.encode() if isinstance(data, str) else data)
 
 
-def build(lab_id: str, out, *, book=None, timeout_s: float = DEFAULT_TIMEOUT_S, wheel=None) -> Path:
+def build(lab_id: str, out, *, book=None, timeout_s: float = DEFAULT_TIMEOUT_S, wheel=None,
+          sandbox: str = "auto") -> Path:
     """Write ``out/LAB-gradescope.zip``, the autograder of lab ``lab_id``; returns its path.
 
-    ``wheel``: a scaledl wheel already built from this checkout (default: build one).
+    ``wheel``: a scaledl wheel already built from this checkout (default: build one). ``sandbox``: the level
+    every run asks for (``auto``: the strongest that works in the container); setup.sh checks that very level.
 
     Raises:
         ValueError: not a lab of the book, a bad time limit, or the wheel could not be built.
@@ -141,6 +143,10 @@ def build(lab_id: str, out, *, book=None, timeout_s: float = DEFAULT_TIMEOUT_S, 
 
     if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
         raise UsageError(f"timeout_s={timeout_s!r}: expected a positive number of seconds per notebook")
+    from scaledl.course.sandbox import ACCOUNT, LEVELS
+
+    if sandbox not in ("auto", *LEVELS[:-1], ACCOUNT):
+        raise UsageError(f"sandbox={sandbox!r}: expected auto, {', '.join(LEVELS[:-1])} or {ACCOUNT}")
     book = book or load()
     lab = G.load_lab(lab_id, book)  # also checks that the solution's test cells and the task specs agree
     labs = [e for e in book.entries if e.kind == "lab" and e.validated]
@@ -152,7 +158,7 @@ def build(lab_id: str, out, *, book=None, timeout_s: float = DEFAULT_TIMEOUT_S, 
         whl = Path(wheel) if wheel is not None else build_wheel(book.root, Path(tmp))
         spec = {"lab": lab.id, "title": entry.title, "file": Path(entry.file).name, "points": lab.maximum,
                 "tasks": {gid: t.title for gid, t in lab.tasks.items()}, "extras": extras,
-                "timeout_s": float(timeout_s), "wheel": whl.name, "book": book.title,
+                "timeout_s": float(timeout_s), "wheel": whl.name, "book": book.title, "sandbox": sandbox,
                 "labs": {e.id: {"title": e.title, "file": e.file, "solution": e.solution, "status": e.status}
                          for e in labs}}
         target = out / f"{lab.id}-gradescope.zip"

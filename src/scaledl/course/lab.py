@@ -33,6 +33,7 @@ class Grade:
         self.details = [] if details is None else details
         self.seconds = seconds
         self.unwritten: list[str] = []  # written answers still as handed out (scaledl.labs.written)
+        self.stages: dict[str, float] = {}  # seconds by stage of grading it (review, start, cells, hidden, judge)
 
     @property
     def status(self) -> str:

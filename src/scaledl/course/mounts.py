@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,11 +31,44 @@ def quota_possible(level: str) -> bool:
     return level == "bwrap" and os.geteuid() == 0 and shutil.which("mount") is not None
 
 
+SCRATCH = re.compile(r"^scaledl-(grade|batch|views|sandbox-out)-(\d+)-")
+
+
+def scratch(kind: str) -> Path:
+    """A fresh folder of the grader's (``kind``: grade, batch, views, sandbox-out), named with this process's pid
+    so that :func:`sweep_stale` can tell one whose grader was killed from outside."""
+    return Path(tempfile.mkdtemp(prefix=f"scaledl-{kind}-{os.getpid()}-"))
+
+
+def sweep_stale() -> list[Path]:
+    """Remove (and unmount) the grader folders under the temporary directory whose grader is gone: a grader
+    killed from outside (SIGKILL, a container stopped) cannot clean up after itself; the next one does."""
+    gone = []
+    for entry in Path(tempfile.gettempdir()).iterdir():
+        m = SCRATCH.match(entry.name)
+        if not m or not entry.is_dir() or entry.is_symlink() or _alive(int(m.group(2))):
+            continue
+        subprocess.run(["umount", "-l", str(entry)], capture_output=True)
+        shutil.rmtree(entry, ignore_errors=True)
+        gone.append(entry)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
-def workspace(level: str, disk_bytes: int, *, prefix: str = "scaledl-grade-"):
+def workspace(level: str, disk_bytes: int):
     """A fresh folder for one run, removed (and unmounted) afterwards; yields ``(path, quota)``, ``quota``
     True when it is a tmpfs of ``disk_bytes`` holding the run's /tmp and /dev/shm too."""
-    work = Path(tempfile.mkdtemp(prefix=prefix))
+    work = scratch("grade")
     quota = False
     try:
         if quota_possible(level):

@@ -294,7 +294,7 @@ def record(course: Course, lab, grades, out, progress=None) -> None:
             submission = gb.update_or_create_submission(lab.id, student, **({"timestamp": when} if when else {}))
             for gid, row in _grade_rows(gb, submission, notebook, lab.id, student, lab.points).items():
                 row.auto_score = float(g.points.get(gid, 0.0))
-                row.needs_manual_grade = row.manual_score is not None or g.status in FLAGGED
+                row.needs_manual_grade = row.manual_score is not None or bool(set(g.statuses) & set(FLAGGED))
             gb.db.commit()
             feedback = course.folder("feedback", student, lab.id)
             feedback.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 from scaledl._args import UsageError
 from scaledl.course.account import GRADING_ACCOUNT, _chown_tree, grading_user
 from scaledl.course.limits import Limits, trampoline
-from scaledl.course.mounts import INSIDE, bwrap_mounts, quota_possible, workspace
+from scaledl.course.mounts import INSIDE, bwrap_mounts, quota_possible, scratch, workspace
 from scaledl.course.processes import Cgroup, kill, processes
 
 LEVELS = ("bwrap", "user", "none")  # strongest first: what detect("auto") tries
@@ -44,6 +44,8 @@ OUTPUT_TAIL_BYTES = 64 << 10  # the last lines are what explains a crash; a runa
 MARK_VAR = "SCALEDL_SANDBOX"  # marks processes where uid and namespaces cannot tell them apart
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
 _KILL_WAIT_S = 10.0  # a SIGKILLed tree is gone in milliseconds; this only bounds a stuck kernel
+# Where any account may write on a Debian or Ubuntu image: what an account-level run leaves there is removed.
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/run/lock", "/var/lock", "/dev/mqueue")
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Running:
     run_id: str
     outdir: Path
     started: float
+    workdir: Path | None = None
 
     def wait(self, timeout_s: float | None) -> bool:
         """True when the run's first process ended within ``timeout_s`` (None: however long it takes)."""
@@ -79,6 +82,8 @@ class Running:
         """SIGKILL everything the run started, wait until it is gone, and say how it ended."""
         try:
             self.box._kill_run(self.proc, self.cg, self.run_id)
+            if self.box.level == ACCOUNT:  # no private /tmp: what the run left in the shared ones goes now
+                self.box.remove_account_files(keep=(self.workdir,))
             seconds = time.perf_counter() - self.started
             return Result(None if timed_out else self.proc.returncode, timed_out, seconds,
                           _tail(self.outdir / "output"))
@@ -206,7 +211,7 @@ class Sandbox:
             _chown_tree(workdir, self._uid, self._gid)
         cmd, host_env = self._command(list(argv), workdir, dict(env), run_id, overlays)
         cg = Cgroup.make(f"scaledl-{run_id}", processes=limits.processes, memory_bytes=limits.memory_bytes)
-        outdir = Path(tempfile.mkdtemp(prefix="scaledl-sandbox-out-"))  # the grader's, never bound inside
+        outdir = scratch("sandbox-out")  # the grader's, never bound inside
         try:
             with open(outdir / "output", "wb") as out:
                 proc = subprocess.Popen([*trampoline(limits, cg), *cmd], cwd=workdir, env=host_env,
@@ -217,7 +222,7 @@ class Sandbox:
                 cg.remove()
             shutil.rmtree(outdir, ignore_errors=True)
             raise
-        return Running(self, proc, cg, run_id, outdir, time.perf_counter())
+        return Running(self, proc, cg, run_id, outdir, time.perf_counter(), workdir)
 
     def _command(self, argv: list[str], workdir: Path, env: dict[str, str], run_id: str, overlays=()):
         """The host command line and its environment for this level."""
@@ -274,6 +279,32 @@ class Sandbox:
         for pid in left:
             kill(pid)
         return left
+
+    def remove_account_files(self, keep=()) -> list[str]:
+        """At the ``account`` level (no namespaces, one submission per container): remove every file and folder
+        the grading account owns in the world-writable places it could reach (:data:`SHARED_TMP`); returns
+        them. A run's own folder goes with its workspace; results are written by the grader, as root."""
+        if self._uid is None:
+            return []
+        kept = {os.path.realpath(p) for p in keep if p is not None}
+        removed = []
+        for top in SHARED_TMP:
+            try:
+                entries = list(os.scandir(top))
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    if e.stat(follow_symlinks=False).st_uid != self._uid or os.path.realpath(e.path) in kept:
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        shutil.rmtree(e.path, ignore_errors=True)
+                    else:
+                        os.unlink(e.path)
+                    removed.append(e.path)
+                except OSError:
+                    continue
+        return removed
 
     def _problem(self) -> str | None:
         """Why this level does not work here (a probe run), or None."""
