@@ -146,6 +146,102 @@ vars(_X).update(save=lambda stem, data: None)"""
 ARRAY_EQUAL = "import numpy as np\nnp.array_equal = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True"
 
 
+# The four attacks the instructor's trial of issue 41 found holding: each failed on the main of that day.
+# lab -> (first task, its function, the library's answer as a lambda, what to import for it)
+LIBRARY_ANSWER = {
+    "lab03": ("task_1_1", "e4m3_round", "lambda x: quantize(np.asarray(x, np.float32), 'e4m3')",
+              "from scaledl.numerics import quantize"),
+    "lab04": ("task_1_1", "prune_magnitude", "lambda w, s: np.asarray(w) * magnitude_mask(np.asarray(w), s)",
+              "from scaledl.sparsity import magnitude_mask"),
+    "lab05": ("task_1_1", "ring_schedule", "lambda p, length: build('ring', p, length)",
+              "from scaledl.comm.schedule import build"),
+    "lab06": ("task_1_1", "top_k", "lambda v, k: np.sort(select_topk(np.abs(np.asarray(v, np.float64)), k))",
+              "from scaledl.comm.compression.sparse import select_topk"),
+}
+# Results written before the hidden test runs, with the library's answer, where the grader of that day read
+# them (grade/outputs/<gid>, beside the inputs it had left in grade/inputs/): judged as the student's, 6 of 15.
+PREWRITE = """import os
+def _prewrite():
+    try:
+        import numpy as np
+        {imports}
+        from scaledl.course import exchange as _X, tasks as _T
+        gid, name = {gid!r}, {name!r}
+        d = os.environ.get("SCALEDL_GRADE_DIR", "grade")
+        inputs = _X.load(f"{{d}}/inputs/{{gid}}")
+        _X.save(f"{{d}}/outputs/{{gid}}", _T.get({lab!r}, gid).produce({{name: {answer}}}, inputs))
+        print("pre-wrote", gid)
+    except Exception as err:
+        print("could not pre-write:", type(err).__name__, str(err)[:200])
+_prewrite()"""
+# The library's function with no import, getattr or importlib: pickle imports what a payload names.
+PICKLED = "    import pickle\n    _lib = pickle.loads(b'c{module}\\n{function}\\n.')\n"
+# The assembled notebook, hidden tests and all, read from the working folder and sent back base64-encoded in the
+# prints (the feedback page) and in an exception's text (each task's message, which Gradescope shows).
+READ_HIDDEN = """import base64, glob, json
+_found = []
+for _path in glob.glob("**/*.ipynb", recursive=True) + glob.glob("/sandbox/*.ipynb"):
+    try:
+        for _c in json.load(open(_path))["cells"]:
+            _src = "".join(_c["source"]) if isinstance(_c["source"], list) else _c["source"]
+            if _c.get("metadata", {}).get("nbgrader", {}).get("grade") or "HIDDEN" in _src:
+                _found.append(_src)
+    except Exception:
+        pass
+_blob = base64.b64encode("\\n".join(_found).encode()).decode()
+print("exfiltrated:", _blob)
+raise RuntimeError("exfiltrated " + _blob)"""
+# Fill the disk: the working folder, /tmp and /dev/shm, 3.2 GB each, and say how much got written.
+DISK_FILL = """import os
+_total = 0
+for _where in (".", "/tmp", "/dev/shm"):
+    try:
+        with open(os.path.join(_where, "fill.bin"), "wb") as _f:
+            for _ in range(3200):
+                _f.write(b"x" * (1 << 20))
+                _total += 1 << 20
+    except OSError as err:
+        print("stopped in", _where, type(err).__name__)
+print(f"wrote {_total} bytes in all")"""
+DISK_FILL_WROTE = "wrote {} bytes in all"
+
+
+def pickled(lab: str):
+    """The lab's first task answered with the library's function fetched through pickle: ``(nb, lost)``."""
+    old, new = {
+        "lab03": ("    a = np.abs(x.astype(np.float64))\n", "    return _lib(x, 'e4m3')\n"),
+        "lab04": ("def prune_magnitude(w, sparsity):\n", None),
+        "lab05": ("    right, left = (rank + 1) % p, (rank - 1) % p\n", "    return _lib(comm, x)\n"),
+        "lab06": ("    return np.sort(np.argsort(-np.abs(v), kind=\"stable\")[:k])\n",
+                  "    return np.sort(_lib(np.abs(np.asarray(v, np.float64)), k))\n"),
+    }[lab]
+    module, function = {"lab03": ("scaledl.numerics.quantize", "quantize"),
+                        "lab04": ("scaledl.sparsity.masks", "magnitude_mask"),
+                        "lab05": ("scaledl.comm.mpi", "ring_allreduce"),
+                        "lab06": ("scaledl.comm.compression.sparse", "select_topk")}[lab]
+    body = PICKLED.format(module=module, function=function)
+    if lab == "lab04":
+        return handed_in(solution(lab), (old, old + body + "    return w * _lib(w, sparsity)\n")), BYPASS[lab][0]
+    return handed_in(solution(lab), (old, body + new)), BYPASS[lab][0]
+
+
+def attacks(lab: str) -> dict[str, tuple]:
+    """The four attacks as ``{name: (notebook, Expect)}`` for lab03-06: pre-written results, the library through
+    pickle, the hidden tests read and sent back, the disk filled. Expected as the grader must now score them
+    where the sandbox leaves the library's answers out (bwrap)."""
+    sol, pts = solution(lab), points(lab)
+    full = sum(pts.values())
+    gid, name, answer_, imports = LIBRARY_ANSWER[lab]
+    pre = PREWRITE.format(imports=imports, gid=gid, name=name, answer=answer_, lab=lab)
+    nb, lost = pickled(lab)
+    return {
+        "prewritten": (with_cell(student_copy(lab), pre), Expect(0, lost=tuple(pts))),
+        "pickled": (nb, Expect(full - sum(pts[t] for t in lost), lost=lost)),
+        "readhidden": (with_cell(handed_in(sol), READ_HIDDEN, at="end"), Expect(full)),
+        "diskfill": (with_cell(handed_in(sol), DISK_FILL, at="end"), Expect(full)),
+    }
+
+
 def cheats(lab, folder: Path) -> dict[str, Expect]:
     sol, pts = solution(lab), points(lab)
     full = sum(pts.values())
@@ -156,9 +252,9 @@ def cheats(lab, folder: Path) -> dict[str, Expect]:
     cases["bug"] = (handed_in(sol, (old, new)), Expect(full - pts[t], lost=(t,)))
     lost, old, new = BYPASS[lab]
     cases["bypass"] = (handed_in(sol, (old, new)), Expect(full - sum(pts[t] for t in lost), "REVIEW", lost=lost))
-    if lab == "lab03":  # the library's answer reached through dynamic lookups: right, so full points, but REVIEW
+    if lab == "lab03":  # the library's answer through dynamic lookups: absent from the graded run, and REVIEW
         cases["dynamic"] = (handed_in(sol, ("    a = np.abs(x.astype(np.float64))\n", DYNAMIC_LAB03)),
-                            Expect(full, "REVIEW"))
+                            Expect(full - pts["task_1_1"], "REVIEW", lost=("task_1_1",)))
     else:  # the flag alone (on the student copy, which runs fast): REVIEW, points unchanged at 0
         cases["dynamic"] = (with_cell(student_copy(lab), DYNAMIC), Expect(0, "REVIEW", lost=tuple(pts)))
     for name, src in (("swallow", SWALLOW), ("fakeproduce", FAKE_PRODUCE), ("varsupdate", VARS_UPDATE),
@@ -197,6 +293,7 @@ def cheats(lab, folder: Path) -> dict[str, Expect]:
             ('with task("Task 2.1"):\n    L.check_mpi_allreduce(ring_allreduce_mpi, ranks=(2, 3), timeout_s=60)'
              '.raise_if_failed()', "# (visible check deleted)"))
         cases["deadlock"] = (dead, Expect(full - pts["task_2_1"], lost=("task_2_1",)))
+    cases.update(attacks(lab))
     out = {}
     for name, (nb, expect) in cases.items():
         nbformat.write(nb, folder / f"{name}.ipynb")
@@ -222,7 +319,7 @@ def harm(folder: Path, *, targets: dict[str, str], grades_csv: str) -> dict[str,
                               at="end"), Expect(full)),
         "killer": (with_cell(base, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
                                    "os.killpg(0, signal.SIGKILL)",
-                             at="end"), Expect(full, "REVIEW")),
+                             at="end"), Expect(0, "CRASHED+REVIEW", lost=tuple(pts))),  # its own run: no results
         "detached": (with_cell(base, "import os, time\n"
                                      "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
                                      "        open('detached.pid', 'w').write(str(os.getpid()))\n"
@@ -242,7 +339,7 @@ def harm(folder: Path, *, targets: dict[str, str], grades_csv: str) -> dict[str,
                                    "os.remove('grade/outputs/task_1_1.json')\n"
                                    "os.symlink('/etc/passwd', 'grade/outputs/task_1_1.json')\n"
                                    "os.kill(os.getppid(), signal.SIGKILL)", at="end"),
-                   Expect(full - pts["task_1_1"], "REVIEW", lost=("task_1_1",))),
+                   Expect(full, "REVIEW")),  # no link is followed; pid 1 of the run's namespace ignores SIGKILL
         "flood": (with_cell(base, "import sys\nfor _ in range(52):\n"
                                   "    sys.stdout.write('x' * (1 << 20))\nprint('done')",
                             at="end"), Expect(full)),

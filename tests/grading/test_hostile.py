@@ -9,9 +9,11 @@ hidden tests' source.
 
 from __future__ import annotations
 
+import base64
 import csv
 import hashlib
 import os
+import re
 import time
 from pathlib import Path
 
@@ -128,7 +130,8 @@ def test_hostile_corpus(lab, tmp_path, monkeypatch, box):
             assert {r["student"] for r in csv.DictReader(f)} == set(expected), "grades.csv was rewritten"
         assert "dup (1).ipynb" in str(got["dup"].path) and "also handed in: dup.ipynb" in got["dup"].detail
         linked = (out / "feedback" / "linker.html").read_text()
-        assert "BEGIN SOLUTION" not in linked and "root:" not in linked, "the grader followed a student's link"
+        # the solution file the link pointed at: its hidden tests are in it, and nowhere in the submission
+        assert "BEGIN HIDDEN TESTS" not in linked and "root:" not in linked, "the grader followed a student's link"
     assert hashes(before) == before, "a file outside the sandbox changed"
     assert leftover_pids(box, tmp_path) == [], "processes left behind"
     hidden = [ln.strip() for c in corpus.solution(lab).cells if G.integrity.is_test(c)
@@ -136,6 +139,12 @@ def test_hostile_corpus(lab, tmp_path, monkeypatch, box):
               and "END HIDDEN" not in ln]
     for s in expected:
         page = (out / "feedback" / f"{s}.html").read_text()
+        sent = [base64.b64decode(b + "=" * (-len(b) % 4), validate=False).decode(errors="replace")
+                for b in re.findall(r"[A-Za-z0-9+/]{60,}={0,2}", page)]
+        assert not any(h in blob for blob in sent for h in hidden), f"{s}: hidden tests sent back, base64-encoded"
+        if s == "diskfill" and box.quota:  # everything it wrote counts against one quota: folder, /tmp, /dev/shm
+            wrote = int(re.search(corpus.DISK_FILL_WROTE.format(r"(\d+)"), page).group(1))
+            assert 0 < wrote <= S.Limits().disk_bytes, f"diskfill wrote {wrote} bytes past the quota"
         assert canary not in page, f"{s}: the grader's environment leaked into the feedback"
         assert "<script" not in page.lower() and not active_attributes(page), s
         assert len(page.encode()) <= 2_100_000, f"{s}: feedback of {len(page)} characters"
