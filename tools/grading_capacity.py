@@ -12,6 +12,10 @@ CPU seconds the cgroup used (``cpuacct.usage`` / ``cpu.stat``: other work on the
 twice them is the wall time at a half CPU of one's own), the peak memory, OOM kills, points and status. Without
 a cgroup it can make, it says so and stops (the guide names the method beside the figures).
 
+``hostile``: the hostile corpus of tests/grading/corpus.py for labs 03-06, one batch per lab: seconds per submission
+(wall, and CPU from the cgroup's count) and the mean time of each grading stage (review, the runner's start, the
+notebook's cells, the hidden tests, the judge), so that a slowdown has a name.
+
 ``throughput``: ``scaledl course grade --jobs 2`` (the local grader, bubblewrap here) on ``--copies`` copies of
 each lab's solution and of its untouched student copy: submissions per minute on this machine's two cores, and
 the CPU seconds per notebook (a cgroup's count), from which two idle cores' rate follows (2 x 60 / CPU s: each
@@ -222,7 +226,7 @@ def throughput(labs: list[str], copies: int) -> dict:
                                  "cpu_s_per_notebook": round(cpu, 2),
                                  "per_minute_two_idle_cores": round(2 * 60 / cpu, 1),
                                  "all_as_expected": all(g.total == want and g.status == "OK" for g in grades),
-                                 "load_before": before, "load_after": load()}
+                                 "stages_s": stages(grades), "load_before": before, "load_after": load()}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     finally:
@@ -232,15 +236,57 @@ def throughput(labs: list[str], copies: int) -> dict:
             "rows": rows}
 
 
+def stages(grades) -> dict[str, float]:
+    """Mean seconds per notebook of each grading stage (Grade.stages: review, start, cells, hidden tests, judge),
+    so that the next slowdown has a name."""
+    names = sorted({k for g in grades for k in getattr(g, "stages", {})})
+    return {k: round(sum(g.stages.get(k, 0.0) for g in grades) / max(1, len(grades)), 3) for k in names}
+
+
+def hostile(labs: list[str]) -> dict:
+    """The hostile corpus of tests/grading/corpus.py, one batch per lab (--jobs 2, bwrap), as issue 41 timed it:
+    seconds per submission (wall and a cgroup's CPU count), the stage times, and the points against expected."""
+    rows, clock = [], CpuClock()
+    try:
+        for lab in labs:
+            with tempfile.TemporaryDirectory(prefix="scaledl-hostile-") as tmp:
+                subs = Path(tmp) / "submissions"
+                expected = corpus.build(lab, subs)
+                before, cpu0 = load(), clock.seconds()
+                start = time.perf_counter()
+                grades = G.grade_folder(subs, lab, out=Path(tmp) / "out", timeout_s=150, jobs=2, seed=19)
+                wall = time.perf_counter() - start
+                n = len(grades)
+                got = {g.student: (g.total, g.status) for g in grades}
+                wrong = {s: (got.get(s), (e.total, e.status)) for s, e in expected.items()
+                         if got.get(s) != (e.total, e.status)}
+                row = {"lab": lab, "submissions": n, "wall_s": round(wall, 1),
+                       "wall_s_per_submission": round(wall / n, 2),
+                       "cpu_s_per_submission": round((clock.seconds() - cpu0) / n, 2), "stages_s": stages(grades),
+                       "not_as_expected": {s: [list(a) if a else None, list(b)] for s, (a, b) in wrong.items()},
+                       "load_before": before, "load_after": load()}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        clock.close()
+    return {"what": "the hostile corpus (tests/grading/corpus.py), one batch per lab, scaledl course grade --jobs 2 "
+                    "(bwrap); cpu_s_per_submission from a cgroup's count", "rows": rows}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("gradescope", "throughput"))
+    p.add_argument("what", choices=("gradescope", "throughput", "hostile"))
     p.add_argument("--labs", nargs="+", default=LABS)
     p.add_argument("--copies", type=int, default=4)
     p.add_argument("--python", default="/usr/bin/python3", help="the image's python3 stand-in (gradescope)")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
-    record = gradescope(args.labs, args.python) if args.what == "gradescope" else throughput(args.labs, args.copies)
+    if args.what == "gradescope":
+        record = gradescope(args.labs, args.python)
+    elif args.what == "hostile":
+        record = hostile([lab for lab in args.labs if lab in ("lab03", "lab04", "lab05", "lab06")])
+    else:
+        record = throughput(args.labs, args.copies)
     record.update(date=time.strftime("%Y-%m-%d"), cpus=os.cpu_count(),
                   kernel=platform.release(), scaledl_python=sys.version.split()[0])
     if args.out:

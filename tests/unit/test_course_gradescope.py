@@ -180,3 +180,38 @@ def test_build_refuses_a_chapter_and_a_bad_time_limit(tmp_path):
         GZ.build("01", tmp_path, book=BOOK, wheel=tmp_path / "w.whl")
     with pytest.raises(ValueError, match="timeout_s=0"):
         GZ.build("lab03", tmp_path, book=BOOK, timeout_s=0)
+
+
+def test_combined_statuses_get_each_note():
+    g = G.Grade(GS.STUDENT, Path("x.ipynb"), {gid: 0.0 for gid in LAB.tasks}, status="TIMEOUT")
+    g.status = "REVIEW"
+    out = GS.results_json(LAB, g, seed=1, seconds=1, sandbox="bwrap", spec={})["output"]
+    assert "Status: TIMEOUT+REVIEW." in out
+    assert GS.STATUS_NOTES["TIMEOUT"] in out and GS.STATUS_NOTES["REVIEW"] in out
+
+
+def test_a_sandbox_that_does_not_start_is_the_autograders_fault_not_the_students(tmp_path, monkeypatch):
+    """The student reads that the autograder is not set up and the instructor has been told (never 'your kernel
+    died'); stdout, which students do not see, has why."""
+    monkeypatch.setattr(GS, "strongest", lambda mode: (_ for _ in ()).throw(
+        S.SandboxUnavailable("sandbox mode 'bwrap' is unavailable: a probe run failed")))
+    monkeypatch.setattr(GS, "lock", lambda root: [])
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    nbformat.write(solution("lab03"), root / "submission" / STUDENT_FILE)
+    monkeypatch.setattr(GS, "read_spec", lambda r: {"lab": "lab03", "file": STUDENT_FILE})
+    monkeypatch.setattr(GS, "bundled_lab", lambda r, spec: LAB)
+    said = []
+    data = GS.run(root, sandbox="bwrap", seed=1, progress=said.append)
+    assert data["score"] == 0 and GS.NOT_SET_UP in data["output"]
+    assert "died" not in data["output"] and "CRASHED" in data["output"]
+    assert any("probe run failed" in line for line in said)  # what the instructor reads (stdout)
+
+
+def test_setup_and_every_run_ask_for_the_same_level(monkeypatch):
+    assert GS.sandbox_level({"sandbox": "account"}) == "account"
+    assert GS.sandbox_level({}) == "auto"
+    monkeypatch.setenv(GS.SANDBOX_VAR, "bwrap")
+    assert GS.sandbox_level({"sandbox": "account"}) == "bwrap"  # the variable wins, for both steps
+    with pytest.raises(ValueError, match="sandbox='container'"):
+        GZ.build("lab03", "/nonexistent", sandbox="container")

@@ -118,12 +118,12 @@ def test_the_plan_skips_checks_tests_and_the_hand_in_cell_and_runs_the_rest():
         if integrity.is_test(cell) or str(m.get("grade_id", "")).startswith("hand_in"):
             assert how == "skip", (i, opening)
         elif m.get("solution"):
-            assert how == "run", (i, opening)
+            assert how == "answer", (i, opening)
         elif opening.startswith(("with task(", "with uses(")):
             assert how == "skip", (i, opening)
         else:
             assert how == "run", (i, opening)
-    assert {"run", "skip"} == {how for how, _ in kinds.values()}
+    assert {"answer", "run", "skip"} == {how for how, _ in kinds.values()}
     extra = nbformat.v4.new_code_cell("with task('Task 1.1'):\n    pass")  # the student's own: it runs
     nb.cells.insert(5, extra)
     assert graded_run.plan(nb, LAB03.solution)["5"] == "run"

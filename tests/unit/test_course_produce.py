@@ -27,7 +27,7 @@ SIDE = ("scaledl.course.produce", "scaledl.course.exchange")  # what of scaledl.
 # The one import of the grader the produce side makes: run's local judging, outside grading only.
 LOCAL_JUDGING = ("__init__.py", "run", "scaledl.course.tasks")
 # The sandbox's course (the grader's plan): everything else of scaledl.course is absent there.
-SANDBOX_COURSE = ("__init__.py", "exchange.py", "worker.py", "runner.py", "produce")
+SANDBOX_COURSE = ("__init__.py", "exchange.py", "runner.py", "produce")
 
 
 def _foundations() -> set[str]:

@@ -105,3 +105,11 @@ def test_a_lab_graded_through_the_runner_on_the_none_level(tmp_path):
     g, ran = G.grade_one(Submission("ada", path), lab, S.detect("none"), timeout_s=120, batch_seed=1)
     assert g.total == lab.maximum and g.status == "OK", (g.status, g.detail, g.messages)
     assert ran is not None
+
+
+def test_the_labs_check_blocks_are_not_run(shell):
+    src = ("def f(x):\n    return x\n\nwith task('Task 1.1'):\n    raise AssertionError('a check')\n"
+           "with open('x') as g:\n    pass")
+    parts = runner.statements(src, shell)
+    assert len(parts) == 2 and parts[0].startswith("def f") and "open('x')" in parts[1]
+    assert len(runner.statements(src, shell, checks=True)) == 3  # an answer cell runs them (lab06 3.2 is one)

@@ -40,13 +40,14 @@ import numpy as np
 from scaledl._args import UsageError
 from scaledl.course import exchange, integrity, nbgrader_exchange, produce, safe_csv, submissions
 from scaledl.course.integrity import meta, test_cells  # noqa: F401  (test_cells: the public name it had here)
+from scaledl.course.review.bypass import NO_KERNEL
 from scaledl.course.untrusted import read_notebook
 from scaledl.course.lab import (STATUSES, UNTOUCHED, Grade, Lab, handed_out, load_lab,  # noqa: F401  (old home)
                                 note_untouched, untouched)
 from scaledl.course.authoring import mark_answer_cells, new_test_cell  # noqa: F401  (their old home)
 
 MAX_NOTEBOOK_BYTES = 20 << 20  # a lab notebook with outputs is < 2 MB; bigger is not a lab
-HIDDEN_NOTE = "# (hidden tests ran here)"
+
 
 
 def kernel_env(inside: Path) -> dict[str, str]:
@@ -86,8 +87,11 @@ def judge(lab: Lab, grade: Grade, inputs: dict, results: dict, bypass: dict, err
     costs the task."""
     errors = errors or {}
     for gid, task in lab.tasks.items():
-        if bypass.get(gid):  # the library's own answer: no points whatever came back, and a person looks
-            f = bypass[gid][0]
+        found = bypass.get(gid, [])
+        if gid not in results:  # unanswered: a missing kernel in a stub is no finding, the library's answer is
+            found = [f for f in found if f.why != NO_KERNEL]
+        if found:  # the library's own answer (or a kernel task without a kernel): no points, and a person looks
+            f = found[0]
             grade.points[gid], grade.messages[gid] = 0.0, f"{task.title}: {f.why} (cell {f.cell}, line {f.line})"
             if gid not in results:
                 grade.messages[gid] += f"; no result ({errors.get(gid) or 'none came back'})"

@@ -48,11 +48,13 @@ class Outcome:
     stages: dict = field(default_factory=dict)  # seconds by stage (start, cells, hidden tests), summed over groups
 
 
-def plan(nb, solution) -> dict[str, str]:
-    """How each code cell of the graded notebook runs: ``"run"`` (the lab's setup, the answers, the student's own
-    cells) or ``"skip"`` (the lab's check cells, its hand-in cell and the hidden-test cells). A cell is the lab's
+def plan(nb, solution, grade_ids=None) -> dict[str, str]:
+    """How each code cell of the graded notebook runs: ``"answer"`` (an answer cell, whole), ``"run"`` (the lab's
+    setup and the student's own cells, without check blocks) or ``"skip"`` (the lab's check cells, its hand-in
+    cell and the hidden-test cells). A cell is the lab's
     own when the solution has a cell of its id; a check cell is one whose solution version opens with
-    ``with task(`` or ``with uses(``."""
+    ``with task(`` or ``with uses(``. With ``grade_ids`` (a group's tasks), only their own answer cells run whole:
+    another task's answer cell runs without its check blocks (the check may train a network for seconds)."""
     theirs = {c.get("id"): c for c in solution.cells if c.get("id")}
     out = {}
     for i, cell in enumerate(nb.cells):
@@ -65,7 +67,9 @@ def plan(nb, solution) -> dict[str, str]:
         elif not m.get("solution") and mine is not None and _opening(mine.source).startswith(CHECK_OPENINGS):
             out[str(i)] = "skip"
         else:
-            out[str(i)] = "run"
+            mine_task = str(m.get("grade_id", "")).removeprefix("answer_")
+            whole = m.get("solution") and (grade_ids is None or mine_task in grade_ids)
+            out[str(i)] = "answer" if whole else "run"
     return out
 
 
@@ -177,10 +181,10 @@ class _Runner:
         return self.running.finish(timed_out=timed_out)
 
 
-def _job(work: Path, lab, nb, first: bool, numba_cache: Path | None) -> None:
+def _job(work: Path, lab, nb, first: bool, numba_cache: Path | None, grade_ids=None) -> None:
     """The runner's folder: the notebook without its hidden tests, the plan of its cells, a home."""
     nbformat.write(without_hidden_tests(nb), work / NOTEBOOK)
-    job = {"lab": lab.id, "notebook": NOTEBOOK, "plan": plan(nb, lab.solution),
+    job = {"lab": lab.id, "notebook": NOTEBOOK, "plan": plan(nb, lab.solution, grade_ids),
            "written": RUN if first else "run-unshown.ipynb"}
     (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
     (work / "home").mkdir()
@@ -212,7 +216,7 @@ def run(box, lab, nb, groups, draw, *, timeout_s: float, env_for, limits=None, n
     with contextlib.ExitStack() as stack:
         for k, group in enumerate(groups):
             work, _ = stack.enter_context(box.workspace(limits or Limits()))
-            _job(work, lab, nb, k == 0, numba_cache)
+            _job(work, lab, nb, k == 0, numba_cache, group.grade_ids)
             runner = _Runner(box, work, env=env_for(box.workdir_inside(work)), limits=limits,
                              overlays=(views or {}).get(group, ()), argv_python=sys.executable)
             stack.callback(lambda r=runner, w=work, first=k == 0: _finish(r, w, first, out, read_notebook))

@@ -6,7 +6,8 @@ view of the installed packages leaves out what those tasks forbid. The runner
 1. executes the notebook's code cells in an IPython shell of its own (no Jupyter kernel: no ZeroMQ, no second
    process), in order, skipping the lab's own check cells, its hand-in cell and the hidden-test cells (which
    are not in the file it is given at all). Each cell runs one top-level statement at a time, each imported
-   name on its own, so a module left out of this view costs only the names it would have bound;
+   name on its own, so a module left out of this view costs only the names it would have bound; outside the
+   answer cells, a top-level ``with task(...)`` / ``with uses(...)`` block, the labs' visible check, is not run;
 2. writes the notebook as run (``run.ipynb``, outputs capped) for the feedback page;
 3. says ``ready`` to the grader, and only then receives each task's inputs, drawn by the grader at that moment
    and carrying a token made at that moment, calls the task's ``produce`` on them (the student's functions,
@@ -63,10 +64,11 @@ def _shell():
     return shell
 
 
-def statements(source: str, shell) -> list[str]:
+def statements(source: str, shell, *, checks: bool = False) -> list[str]:
     """A cell's top-level statements, each as its own piece of source with the cell's line numbers (blank lines
     before it), and each ``from m import a, b`` as one import per name; the whole cell when it does not parse (its
-    error then shows as the notebook would show it)."""
+    error then shows as the notebook would show it). The lab's check blocks are left out unless ``checks`` (an
+    answer cell: some answers, lab06's Task 3.2, are written inside one)."""
     code = shell.transform_cell(source)
     try:
         tree = ast.parse(code)
@@ -75,6 +77,8 @@ def statements(source: str, shell) -> list[str]:
     lines = code.splitlines()
     out = []
     for node in tree.body:
+        if not checks and _check_block(node):
+            continue
         start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
         pad = "\n" * (start - 1)
         if isinstance(node, ast.ImportFrom) and len(node.names) > 1:
@@ -83,6 +87,16 @@ def statements(source: str, shell) -> list[str]:
         else:
             out.append(pad + "\n".join(lines[start - 1:node.end_lineno]))
     return out
+
+
+def _check_block(node) -> bool:
+    """A top-level ``with task(...)`` or ``with uses(...)`` block: the lab's own visible check (scaledl.labs.task,
+    uses), which the grader does not run (it runs the student's functions on its own inputs)."""
+    if not isinstance(node, ast.With):
+        return False
+    calls = [item.context_expr for item in node.items]
+    return all(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("task", "uses")
+               for c in calls)
 
 
 def _cap(outputs: list) -> list:
@@ -96,14 +110,14 @@ def _cap(outputs: list) -> list:
     return outputs
 
 
-def run_cell(shell, source: str, *, one_statement_at_a_time: bool = True) -> list[dict]:
+def run_cell(shell, source: str, *, one_statement_at_a_time: bool = True, checks: bool = False) -> list[dict]:
     """Execute a cell's source, one top-level statement at a time (an error stops its own statement only: an
     import of a module this view leaves out costs only what that import binds); its outputs as nbformat output
     dicts (prints, displays, results, errors)."""
     from IPython.utils.capture import capture_output
 
     outputs: list[dict] = []
-    for part in (statements(source, shell) if one_statement_at_a_time else [source]):
+    for part in (statements(source, shell, checks=checks) if one_statement_at_a_time else [source]):
         shell.recorded = []
         with capture_output(display=True) as cap:
             shell.run_cell(part, store_history=False)
@@ -118,7 +132,8 @@ def run_cell(shell, source: str, *, one_statement_at_a_time: bool = True) -> lis
 
 
 def execute(notebook: Path, plan: dict[str, str], shell, replies, *, written: Path) -> None:
-    """Run the notebook's code cells as ``plan`` says (cell index -> "run" or "skip"), reporting each cell before
+    """Run the notebook's code cells as ``plan`` says (cell index -> "answer", "run" or "skip"; an answer cell
+    runs its check blocks too), reporting each cell before
     it starts, and write the notebook as run after every cell. The notebook is read and written as plain JSON:
     nbformat's schema validation costs a second or two a process, and the grader validates what it reads."""
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
@@ -129,7 +144,8 @@ def execute(notebook: Path, plan: dict[str, str], shell, replies, *, written: Pa
         _send(replies, {"cell": i})
         start = time.monotonic()
         source = cell.get("source", "")
-        cell["outputs"] = run_cell(shell, "".join(source) if isinstance(source, list) else str(source))
+        cell["outputs"] = run_cell(shell, "".join(source) if isinstance(source, list) else str(source),
+                                   checks=how == "answer")
         _send(replies, {"cell_done": i, "seconds": round(time.monotonic() - start, 3),
                         "error": next((o["ename"] for o in cell["outputs"] if o.get("output_type") == "error"), "")})
         _write(nb, written)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 # The part of scaledl.course that runs inside the sandbox, beside the student's code: everything else of the
 # package (grade, review, tasks with their judges, sandbox, gradescope, ...) is left out of every graded view.
-INSIDE = ("__init__.py", "worker.py", "exchange.py", "runner.py", "produce")
+INSIDE = ("__init__.py", "exchange.py", "runner.py", "produce")
 
 
 @dataclass(frozen=True)

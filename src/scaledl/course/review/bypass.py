@@ -12,6 +12,8 @@ from scaledl.course.review.findings import Finding, _finding
 from scaledl.course.review.library import _MISSING, _is_code, _is_cuda_jit, _lookup, _owner, _prefixes, _shown, _under
 from scaledl.course.review.walker import _Alias, _Code, _Walker, _chain
 
+NO_KERNEL = "defines no CUDA kernel of its own (no @cuda.jit function)"  # a kernel task's finding
+
 
 # --- per task: the library's own answer anywhere its code reaches ----------------------------------------------
 
@@ -131,5 +133,5 @@ def _review_task(task, parsed, states, sources) -> list[Finding]:
                 first = first or (b.cell, b.line)
     walker.run()
     if task.requires_kernel and first is not None and not walker.kernel:
-        walker.flag(first[1], "defines no CUDA kernel of its own (no @cuda.jit function)", cell=first[0])
+        walker.flag(first[1], NO_KERNEL, cell=first[0])
     return walker.findings
