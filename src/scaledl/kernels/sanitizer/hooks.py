@@ -88,9 +88,9 @@ def sanitize(*, stall_s: float = STALL_s):
 
 def _replacements(state: _State, sim_kernel, kernelapi):
     """``(owner, attribute, replacement)`` for each entry point the sanitizer takes over."""
-    from numba.cuda.simulator.args import ArgHint
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
+    # The names the simulator's launch itself tests against, taken from its module: ArgHint moved from
+    # numba.cuda.args to numba.cuda.simulator.args after numba-cuda 0.21 (the floor), and kernel.py has it either way.
+    ArgHint, FakeCUDAArray = sim_kernel.ArgHint, sim_kernel.FakeCUDAArray
     Kernel, Manager, Thread = sim_kernel.FakeCUDAKernel, sim_kernel.BlockManager, sim_kernel.BlockThread
     call, block_run, thread_run, sync = Kernel.__call__, Manager.run, Thread.run, Thread.syncthreads
     plain_wrapper = sim_kernel.FakeWithinKernelCUDAArray
