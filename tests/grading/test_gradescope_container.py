@@ -269,3 +269,37 @@ def bundle_root_unprotected(root, tmp_path):
     for pid in processes_naming(str(top)):
         os.kill(pid, signal.SIGKILL)
     shutil.rmtree(top, ignore_errors=True)
+
+
+# --- issue 41: the four attacks, at the account level and at the strongest one here ----------------------------
+
+@pytest.mark.parametrize("level", ["account", "auto"])
+def test_the_four_attacks_gain_nothing(root, level):
+    """Pre-written results score 0; the library through pickle scores 0 for its task where the view leaves the
+    library out, and is flagged REVIEW where it cannot (account); the hidden tests are never sent back, even
+    base64-encoded; the disk filled leaves nothing behind in the container's shared /tmp and /dev/shm."""
+    import base64
+    import re
+
+    cases = corpus.attacks(LAB)
+    pts = corpus.points(LAB)
+    hidden = [ln.strip() for c in corpus.solution(LAB).cells if corpus.integrity.is_test(c)
+              for ln in c.source.split("### BEGIN HIDDEN TESTS")[-1].splitlines()
+              if len(ln.strip()) >= 8 and "END HIDDEN" not in ln]
+    got = submit(root, f"prewritten ({level})", {"lab03.ipynb": cases["prewritten"][0]}, sandbox=level)
+    assert got["score"] == 0, got["output"]
+    got = submit(root, f"pickled ({level})", {"lab03.ipynb": cases["pickled"][0]}, sandbox=level)
+    lost = cases["pickled"][1].lost
+    if got["extra_data"]["sandbox"] == "bwrap":
+        assert got["score"] == 10 - sum(pts[t] for t in lost), got["output"]
+    else:  # no view: pickle finds the library, and the submission is flagged for the instructor to read
+        assert "REVIEW" in got["extra_data"]["status"] and "pickle" in got["extra_data"]["detail"], got["output"]
+    got = submit(root, f"readhidden ({level})", {"lab03.ipynb": cases["readhidden"][0]}, sandbox=level)
+    shown = json.dumps({k: v for k, v in got.items() if k != "_stdout"}) + got["_stdout"]
+    sent = [base64.b64decode(b + "=" * (-len(b) % 4)).decode(errors="replace")
+            for b in re.findall(r"[A-Za-z0-9+/]{60,}={0,2}", shown)]
+    assert not any(h in blob for blob in [shown, *sent] for h in hidden), "the hidden tests came back"
+    got = submit(root, f"diskfill ({level})", {"lab03.ipynb": cases["diskfill"][0]}, sandbox=level)
+    assert got["score"] == 10, got["output"]
+    left = [p for p in ("/tmp/fill.bin", "/dev/shm/fill.bin", "/var/tmp/fill.bin") if os.path.exists(p)]
+    assert left == [], f"left behind after run_autograder: {left}"

@@ -54,7 +54,8 @@ def test_answers_kept_tests_overwritten_deleted_tests_put_back():
 def test_invented_renamed_duplicated_and_retyped_cells():
     sol = _solution()
     sub = copy.deepcopy(sol)
-    sub.cells[1].metadata["nbgrader"]["grade_id"] = "renamed"            # renamed answer: plain code
+    sub.cells[1].metadata["nbgrader"]["grade_id"] = "renamed"            # renamed answer in a new cell: plain code
+    sub.cells[1]["id"] = "c1-retyped"
     sub.cells[3] = nbformat.v4.new_markdown_cell("def g():\n    return 2",
                                                  metadata=copy.deepcopy(sub.cells[3].metadata))
     bonus = nbformat.v4.new_code_cell("1e9", metadata={"nbgrader": {"grade": True, "grade_id": "bonus", "points": 100}})
@@ -113,3 +114,30 @@ def test_student_names_are_safe_file_names(tmp_path):
     (tmp_path / "..hidden.ipynb").write_text("{}")
     names = [s.student for s in submissions.find(tmp_path)]
     assert all("/" not in n and "<" not in n and not n.startswith(".") for n in names), names
+
+
+def test_cells_are_the_instructors_by_cell_id_first():
+    """A copy of a test cell's grade_id pasted above the answer (JupyterLab gives a pasted cell a new id) does
+    not move the hidden test there; a test cell whose grade_id was edited is still the test; a notebook whose
+    cell ids were all lost is matched by grade_id."""
+    sol = _solution()
+    sub = copy.deepcopy(sol)
+    sub.cells[1].source = "def f():\n    return 1"
+    pasted = copy.deepcopy(sub.cells[2])
+    pasted["id"] = "pasted"
+    sub.cells.insert(1, pasted)                                     # t1's test cell copied above f's answer
+    sub.cells[5].metadata["nbgrader"]["grade_id"] = "t2-edited"     # t2's test cell renamed in place
+    nb, notes = I.assemble(sub, sol)
+    gids = [I.meta(c).get("grade_id") for c in nb.cells]
+    assert gids == [None, None, "answer_t1", "t1", "answer_t2", "t2"], gids
+    assert nb.cells[3].source == sol.cells[2].source and nb.cells[5].source == sol.cells[4].source
+    assert nb.cells[1].cell_type == "code" and "nbgrader" not in nb.cells[1].metadata
+    assert any("cell 1" in n and "duplicate" in n for n in notes), notes
+    assert not any("put back" in n for n in notes), notes           # t2 was never missing
+    lost = copy.deepcopy(sol)
+    for k, c in enumerate(lost.cells):
+        c["id"] = f"new-{k}"
+    lost.cells[1].source = "def f():\n    return 1"
+    nb, notes = I.assemble(lost, sol)
+    assert [I.meta(c).get("grade_id") for c in nb.cells] == [None, "answer_t1", "t1", "answer_t2", "t2"]
+    assert nb.cells[1].source == "def f():\n    return 1" and notes == []

@@ -131,6 +131,28 @@ def numba_cache_seed(lab: Lab, folder: Path) -> Path | None:
     return cache if cache.is_dir() else None
 
 
+def grader_numba_cache() -> Path:
+    """Where this grading process's own Numba cache goes: ``$NUMBA_CACHE_DIR`` where it is set, else
+    ``$XDG_CACHE_HOME/scaledl/numba`` (``~/.cache``), never the installed package's ``__pycache__``.
+
+    The judges of labs 04 and 06 train with :mod:`scaledl.nn` in the grader's process, whose kernels are cached
+    (``cache=True``); without this the first submission wrote compiled files into the grader's virtual environment.
+    Kernels of :mod:`scaledl.nn.ops` already imported are pointed at the new place too."""
+    where = os.environ.get("NUMBA_CACHE_DIR")
+    if not where:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        where = os.environ["NUMBA_CACHE_DIR"] = str(Path(base) / "scaledl" / "numba")
+        import numba
+
+        numba.config.reload_config()  # numba read the environment when it was imported
+        ops = sys.modules.get("scaledl.nn.ops")
+        for kernel in vars(ops).values() if ops is not None else ():
+            if callable(getattr(kernel, "enable_caching", None)) and getattr(kernel, "_cache", None) is not None \
+                    and type(kernel._cache).__name__ != "NullCache":
+                kernel.enable_caching()  # a cache made at import chose its folder then: choose again
+    return Path(where)
+
+
 class Prepared:
     """What a batch computes once: the lab's tasks in groups (one process each, :func:`scaledl.course.view.groups`)
     and, at the bwrap level, each group's view built under ``scratch``."""
@@ -158,6 +180,7 @@ def grade_one(sub, lab: Lab, sandbox, *, timeout_s: float, batch_seed: int, limi
     :class:`Prepared` (made here when None)."""
     from scaledl.course import graded_run, review as R
 
+    grader_numba_cache()
     g = Grade(sub.student, sub.path, {gid: 0.0 for gid in lab.tasks})
     if sub.others:
         g.details.append("also handed in: " + ", ".join(p.name for p in sub.others) + " (graded the newest)")

@@ -53,10 +53,22 @@ def assemble(submitted, solution) -> tuple[nbformat.NotebookNode, list[str]]:
     Returns the notebook (outputs cleared) and notes on what was overwritten, demoted or put back.
     """
     instructor = {meta(c)["grade_id"]: c for c in solution.cells if meta(c).get("grade_id")}
+    # A cell is the instructor's by its cell id first, its grade_id only where that id is gone (a notebook whose
+    # ids were lost, e.g. cells pasted into a new one): a copy of a test cell's grade_id pasted above the answer
+    # (a new id) does not move the hidden test there, and a test cell whose grade_id was edited is still the test.
+    by_id = {c.get("id"): meta(c)["grade_id"] for c in solution.cells if meta(c).get("grade_id") and c.get("id")}
+    present = {c.get("id") for c in submitted.cells if c.get("id") in by_id}
+    id_of = {gid: c.get("id") for c in solution.cells if (gid := meta(c).get("grade_id"))}
     nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(solution.metadata))
     notes, seen = [], set()
     for i, cell in enumerate(submitted.cells):
-        gid = meta(cell).get("grade_id")
+        claimed = meta(cell).get("grade_id")
+        if cell.get("id") in by_id:
+            gid = by_id[cell.get("id")]
+        elif claimed in instructor and id_of.get(claimed) in present:
+            gid = None  # the instructor's cell of that grade_id is elsewhere in the notebook: this is a copy
+        else:
+            gid = claimed
         if cell.get("cell_type") not in ("code", "markdown", "raw"):
             continue
         if gid in instructor and gid not in seen:
@@ -77,10 +89,10 @@ def assemble(submitted, solution) -> tuple[nbformat.NotebookNode, list[str]]:
                 nb.cells.append(_fresh(theirs))
             continue
         plain = _fresh(cell) if cell.cell_type == "code" else copy.deepcopy(cell)
-        if gid is not None or "nbgrader" in plain.get("metadata", {}):
+        if claimed is not None or "nbgrader" in plain.get("metadata", {}):
             plain.metadata.pop("nbgrader", None)
-            why = "a duplicate of an instructor's cell" if gid in instructor else "not one of the instructor's"
-            notes.append(f"cell {i}: grade_id {str(gid)[:40]!r} is {why}; run as plain code, no points")
+            why = "a duplicate of an instructor's cell" if claimed in instructor else "not one of the instructor's"
+            notes.append(f"cell {i}: grade_id {str(claimed)[:40]!r} is {why}; run as plain code, no points")
         nb.cells.append(plain)
     ids = [c.get("id") for c in nb.cells]
     previous = None

@@ -46,7 +46,9 @@ def sweep_stale() -> list[Path]:
     gone = []
     for entry in Path(tempfile.gettempdir()).iterdir():
         m = SCRATCH.match(entry.name)
-        if not m or not entry.is_dir() or entry.is_symlink() or _alive(int(m.group(2))):
+        if not m or entry.is_symlink() or not entry.is_dir() or _alive(int(m.group(2))):
+            continue
+        if entry.lstat().st_uid != os.geteuid():  # /tmp is everyone's: only this account's graders' folders
             continue
         subprocess.run(["umount", "-l", str(entry)], capture_output=True)
         shutil.rmtree(entry, ignore_errors=True)
