@@ -48,12 +48,28 @@ def sweep_stale() -> list[Path]:
         m = SCRATCH.match(entry.name)
         if not m or entry.is_symlink() or not entry.is_dir() or _alive(int(m.group(2))):
             continue
-        if entry.lstat().st_uid != os.geteuid():  # /tmp is everyone's: only this account's graders' folders
+        if entry.lstat().st_uid not in _graders_uids():  # /tmp is everyone's: only the graders' folders
             continue
         subprocess.run(["umount", "-l", str(entry)], capture_output=True)
         shutil.rmtree(entry, ignore_errors=True)
         gone.append(entry)
     return gone
+
+
+def _graders_uids() -> set[int]:
+    """This account's uid and, as root, the grading account's (a run's folder is chowned to it)."""
+    uids = {os.geteuid()}
+    if os.geteuid() == 0:
+        import pwd
+
+        from scaledl.course.account import GRADING_ACCOUNT
+
+        for name in (GRADING_ACCOUNT, "nobody"):  # nobody: grading_user's fallback
+            try:
+                uids.add(pwd.getpwnam(name).pw_uid)
+            except KeyError:
+                pass
+    return uids
 
 
 def _alive(pid: int) -> bool:
