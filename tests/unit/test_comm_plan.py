@@ -213,3 +213,17 @@ def test_algorithm_is_checked():
         P.data_parallel_scaling([4, 12, 16, 20], algorithm="tree", **kw)
     _, ring = P.data_parallel_scaling([4, 12, 20], **kw)  # a ring takes any count
     assert ring.shape == (3,)
+
+
+def test_data_parallel_view_shows_the_chosen_algorithm():
+    for algorithm, cross, weak in (("ring", 256, 86), ("tree", 1024, 99)):
+        fig = CV.data_parallel_view(algorithm)
+        title = fig._suptitle.get_text()
+        assert title.startswith(f"{algorithm} all-reduce, 8 NICs per node, alpha 5 us")
+        assert f"from {cross} GPUs on" in title and title.endswith(f"weak scaling at 1024 GPUs {weak} %")
+        matplotlib.pyplot.close(fig)
+    fig = CV.data_parallel_view("tree", alpha_us=0.0, batch=65536)  # no latency, 8x the work: never crosses
+    assert "at no count up to 1024 GPUs" in fig._suptitle.get_text()
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match=r"algorithm must be one of 'ring', 'tree', got 'mesh'"):
+        CV.data_parallel_view("mesh")
