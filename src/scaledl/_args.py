@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 
-__all__ = ["count", "positive", "nonnegative", "UsageError", "count_arg"]
+__all__ = ["count", "positive", "nonnegative", "one_of", "UsageError", "count_arg"]
 
 
 class UsageError(ValueError):
@@ -38,6 +38,17 @@ def count(name: str, value, low: int = 1) -> int:
     if value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     return int(value)
+
+
+def one_of(name: str, value, choices: tuple) -> object:
+    """``value``, checked to be one of ``choices`` (a ValueError naming the argument, the value and the choices).
+
+    >>> one_of("algorithm", "tree", ("ring", "tree"))
+    'tree'
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
 
 
 def _number(name: str, value) -> None:

@@ -135,3 +135,28 @@ def test_best_algorithm_switches_from_latency_to_bandwidth_optimal_with_size():
     assert C.best_algorithm(np.arange(1, 9)[:, None], n, alpha=A, beta=B).shape == (8, 3)
     with pytest.raises(ValueError, match=r"unknown allreduce algorithm 'fastest'"):
         C.best_algorithm(4, 8, alpha=A, beta=B, algorithms=("ring", "fastest"))
+
+
+# (ranks per node, nodes, floor lg nodes): NCCL's tuner charges (ppn-1) hops inside a node and log2i(nNodes), rounded
+# down, between nodes, each way (src/graph/tuning.cc, NCCL 2.30.7)
+NCCL_TREE_CASES = [(1, 2, 1), (8, 1, 0), (8, 2, 1), (4, 3, 1), (8, 128, 7), (2, 1000, 9)]
+
+
+@pytest.mark.parametrize("ppn,nodes,lg", NCCL_TREE_CASES)
+def test_nccl_tree_latency_and_bandwidth_are_the_tuners_closed_form(ppn, nodes, lg):
+    intra, inter = 0.7e-6, 5e-6  # distinct, so swapping the two kinds of hop fails
+    latency = C.nccl_tree_allreduce_time(nodes, ppn, 0, intra_alpha=intra, inter_alpha=inter, beta=B)
+    assert latency == pytest.approx(2 * ((ppn - 1) * intra + lg * inter), rel=REL)
+    n = 1e8  # bandwidth: the tuner halves the tree's bus bandwidth, so 2 n beta whatever p is
+    total = C.nccl_tree_allreduce_time(nodes, ppn, n, intra_alpha=intra, inter_alpha=inter, beta=B)
+    assert total - latency == pytest.approx(2 * n * B, rel=REL)
+
+
+def test_nccl_tree_of_one_rank_costs_nothing_and_checks_its_arguments():
+    assert C.nccl_tree_allreduce_time(1, 1, 1e8, intra_alpha=A, inter_alpha=A, beta=B) == 0.0
+    got = C.nccl_tree_allreduce_time(np.array([1, 2, 4]), 8, 0, intra_alpha=A, inter_alpha=A, beta=B)
+    assert np.allclose(got, 2 * A * (7 + np.array([0, 1, 2])), rtol=REL)
+    with pytest.raises(ValueError, match=r"nodes must be >= 1 .*got 0"):
+        C.nccl_tree_allreduce_time(0, 8, 10, intra_alpha=A, inter_alpha=A, beta=B)
+    with pytest.raises(ValueError, match=r"inter_alpha must be >= 0.*got -1"):
+        C.nccl_tree_allreduce_time(2, 8, 10, intra_alpha=A, inter_alpha=-1.0, beta=B)

@@ -168,3 +168,62 @@ def test_crossover_gpus_checks_its_input():
         P.crossover_gpus([2, 1], [1.0, 1.0], [0.0, 0.0])
     with pytest.raises(ValueError, match=r"must be 1-D of one length"):
         P.crossover_gpus([1, 2], [1.0], [0.0, 0.0])
+
+
+def test_ring_is_the_default_and_unchanged_from_the_chapters_table():
+    gpus, comp, comm = _resnet50()
+    _, _, ring = _resnet50(algorithm="ring")
+    assert np.array_equal(comm, ring)
+    # chapter 13, section 5, as printed before the algorithm became a parameter (ms, 2 decimals)
+    assert [round(x * 1e3, 2) for x in comm] == [0.0, 0.24, 0.37, 0.47, 0.63, 0.81, 1.13, 1.78, 3.06, 5.62,
+                                                 10.74]
+    # 95 % of the loss at 1024 GPUs is the latency term 2 (g-1) alpha
+    assert round(100 * 2 * 1023 * 5e-6 / comm[-1]) == 95
+
+
+def test_tree_is_nccls_closed_form_beyond_and_inside_a_node():
+    gpus, comp, tree = _resnet50(algorithm="tree")
+    n = 4 * 25.6e6
+    for g in (2, 8):  # one node: a chain of g GPUs over NVLink, 2 (g-1) alpha + 2 n / 450 GB/s
+        assert tree[list(gpus).index(g)] == pytest.approx(2 * (g - 1) * 5e-6 + 2 * n / 450e9, rel=1e-12)
+    for g, lg in ((16, 1), (256, 5), (1024, 7)):  # 2 (7 alpha + lg(nodes) alpha) + 2 n / (8 x 50 GB/s)
+        assert tree[list(gpus).index(g)] == pytest.approx(2 * (7 + lg) * 5e-6 + 2 * n / 400e9, rel=1e-12)
+    assert tree[0] == 0.0
+
+
+def test_tree_beats_the_ring_at_large_p_and_not_where_bandwidth_dominates():
+    gpus, comp, ring = _resnet50()
+    _, _, tree = _resnet50(algorithm="tree")
+    inside = (gpus > 1) & (gpus <= 8)
+    # inside a node both pay 2 (g-1) alpha, and the tree moves 2 n against the ring's 2 n (g-1)/g
+    assert np.all(ring[inside] < tree[inside])
+    assert np.all(tree[gpus >= 16] < ring[gpus >= 16])
+    assert ring[-1] / tree[-1] > 15  # 2046 latency steps against 28
+    # so the crossover moves from 256 to 1024 GPUs and weak scaling at 1024 from 86 % to 99 %
+    assert P.crossover_gpus(gpus, comp, ring) == 256 and P.crossover_gpus(gpus, comp, tree) == 1024
+    c8 = comp[list(gpus).index(8)]
+    assert [round(100 * c8 / (c8 + x[-1])) for x in (ring, tree)] == [86, 99]
+
+
+def test_algorithm_is_checked():
+    kw = dict(compute_1gpu_s=1.0, gradient_B=1e8)
+    with pytest.raises(ValueError, match=r"algorithm must be one of 'ring', 'tree', got 'flat'"):
+        P.data_parallel_scaling([16], algorithm="flat", **kw)
+    with pytest.raises(ValueError, match=r"multiples of gpus_per_node=8\) for algorithm='tree', got \[12, 20\]"):
+        P.data_parallel_scaling([4, 12, 16, 20], algorithm="tree", **kw)
+    _, ring = P.data_parallel_scaling([4, 12, 20], **kw)  # a ring takes any count
+    assert ring.shape == (3,)
+
+
+def test_data_parallel_view_shows_the_chosen_algorithm():
+    for algorithm, cross, weak in (("ring", 256, 86), ("tree", 1024, 99)):
+        fig = CV.data_parallel_view(algorithm)
+        title = fig._suptitle.get_text()
+        assert title.startswith(f"{algorithm} all-reduce, 8 NICs per node, alpha 5 us")
+        assert f"from {cross} GPUs on" in title and title.endswith(f"weak scaling at 1024 GPUs {weak} %")
+        matplotlib.pyplot.close(fig)
+    fig = CV.data_parallel_view("tree", alpha_us=0.0, batch=65536)  # no latency, 8x the work: never crosses
+    assert "at no count up to 1024 GPUs" in fig._suptitle.get_text()
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match=r"algorithm must be one of 'ring', 'tree', got 'mesh'"):
+        CV.data_parallel_view("mesh")

@@ -61,3 +61,23 @@ def test_view_pod():
     assert "10.4 h" in dgx2 and "3.5 developers" in dgx2 and "2 experiments/day' holds" in dgx2
     with pytest.raises(ValueError, match="pod='DGX-3'; expected 'DGX-1' or 'DGX-2'"):
         PV.view_pod(pod="DGX-3")
+
+
+def test_the_pod_explorers_rate_label_follows_the_pod():
+    # the slider is one DGX-1's rate; with a DGX-2 chosen the output runs at twice it, and the label says so
+    assert PV.view_pod_labels() == {"images_per_s": "images/s per DGX-1"}
+    assert "DGX-2 runs at twice it" in PV.view_pod_labels(pod="DGX-2", images_per_s=480)["images_per_s"]
+    assert "at 960 images/s (twice 480 per DGX-1) = 10.4 h" in PV.view_pod(pod="DGX-2")
+    assert "at 480 images/s = 20.8 h" in PV.view_pod()  # the DGX-1 line as the chapter prints it
+    from scaledl.widgets import Explorer, choice, log_slider
+
+    ex = Explorer(PV.view_pod, describe=PV.view_pod_labels,
+                  images_per_s=log_slider(480, 50, 5000, description="images/s per DGX-1"),
+                  pod=choice(["DGX-1", "DGX-2"], "DGX-1", description="POD"))
+    ex.controls["pod"].value = "DGX-2"
+    assert ex.controls["images_per_s"].description == "images/s per DGX-1 (a DGX-2 runs at twice it)"
+    assert "960 images/s" in ex.render()
+    ex.controls["pod"].value = "DGX-1"
+    assert ex.controls["images_per_s"].description == "images/s per DGX-1"
+    with pytest.raises(ValueError, match="pod='DGX-3'; expected 'DGX-1' or 'DGX-2'"):
+        PV.view_pod_labels(pod="DGX-3")

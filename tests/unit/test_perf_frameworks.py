@@ -67,3 +67,24 @@ def test_seven_of_the_eleven_frameworks_stopped_each_with_a_source():
     assert "1.0" in fw.corrections_for("Caffe")[0].short
     # still going: the four without a status note
     assert sorted({r.framework for r in fw.SLIDE_TABLE} - set(gone)) == ["DL4J", "Matlab", "PyTorch", "TensorFlow"]
+
+
+def test_no_release_for_years_is_one_cut_off_applied_to_every_row():
+    # the rule: no release since the start of 2021 (five years before 2026); Caffe's 1.0 (2017) is under it, DL4J's
+    # 1.0.0-M2.1 (2022) is not, so Caffe counts as stopped and DL4J does not
+    assert fw.NO_RELEASE_SINCE == 2021
+    assert fw.without_releases() == ["Caffe"]
+    releases = {r.framework: r for r in fw.RELEASES}
+    assert (releases["Caffe"].year, releases["DL4J"].year) == (2017, 2022)
+    assert "Caffe" in fw.stopped() and "DL4J" not in fw.stopped()
+    # every row that has not stopped for another reason has its latest release on record, so the rule is applied
+    # to all of them, and a row under the cut-off has a status note made from its release
+    by_hand = {c.framework for c in fw.CORRECTIONS if c.column == "status"} - set(fw.without_releases())
+    assert {r.framework for r in fw.SLIDE_TABLE} - by_hand == set(releases)
+    for name in releases:
+        status = [c for c in fw.corrections_for(name) if c.column == "status"]
+        assert len(status) == (name in fw.without_releases())
+    (caffe,) = [c for c in fw.corrections_for("Caffe") if c.column == "status"]
+    assert "2017" in caffe.short and "2021" in caffe.text and "1.0" in caffe.source
+    # a later cut-off would take DL4J too: the list follows the data, not a hand-made choice
+    assert fw.without_releases(2023) == ["Caffe", "DL4J"]

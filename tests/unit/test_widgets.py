@@ -95,3 +95,18 @@ def test_figures_are_closed_after_display(monkeypatch):
     before = len(plt.get_fignums())
     Explorer(fig_view, n=slider(3, 1, 10))._ipython_display_()
     assert len(plt.get_fignums()) == before
+
+
+def test_describe_relabels_controls_as_values_change():
+    def describe(n, scale, **_):
+        return {"scale": f"scale for n = {n}"}
+
+    ex = Explorer(view, describe=describe, n=slider(3, 1, 10, description="n"),
+                  scale=slider(0.5, 0.1, 2.0, 0.1, description="scale"))
+    assert ex.controls["scale"].description == "scale for n = 3"  # applied at once, before any display
+    ex.controls["n"].value = 7
+    assert ex.controls["scale"].description == "scale for n = 7" and ex.controls["n"].description == "n"
+    with pytest.raises(ValueError, match=r"describe returned unknown control\(s\) \['rate'\]"):
+        Explorer(view, describe=lambda **_: {"rate": "x"}, n=slider(3, 1, 10), scale=slider(0.5, 0.1, 2.0, 0.1))
+    with pytest.raises(TypeError, match="describe must be callable or None, got 'n'"):
+        Explorer(view, describe="n", n=slider(3, 1, 10))

@@ -33,7 +33,7 @@ import numpy as np
 __all__ = ["ALLREDUCE_ALGORITHMS", "REDUCE_SCATTER_ALGORITHMS", "ALLGATHER_ALGORITHMS", "BROADCAST_ALGORITHMS",
            "BUS_FACTOR_OPS", "allreduce_time", "reduce_scatter_time", "allgather_time", "broadcast_time",
            "bus_bandwidth", "best_algorithm", "floor_lg", "ceil_lg", "hierarchical_allreduce_time",
-           "torus_2d_allreduce_time"]
+           "torus_2d_allreduce_time", "nccl_tree_allreduce_time"]
 
 ALLREDUCE_ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner", "binomial", "parameter_server",
                         "double_binary_tree")
@@ -185,6 +185,38 @@ def hierarchical_allreduce_time(nodes, ranks_per_node, nbytes, *, intra_alpha: f
     t = 2 * (gf - 1) * a_i + 2 * n * (gf - 1) / gf * b_i + n * (gf - 1) / gf * gm
     t = t + np.asarray(allreduce_time(inter, nodes, n / gf, alpha=a_e, beta=b_e, gamma=gm))
     return _out(np.asarray(t, dtype=np.float64))
+
+
+def nccl_tree_allreduce_time(nodes, ranks_per_node, nbytes, *, intra_alpha: float, inter_alpha: float,
+                             beta: float):
+    """Seconds for an all-reduce by NCCL's tree over N = ``nodes`` nodes of g = ``ranks_per_node`` ranks, priced
+    as NCCL's tuner prices it (NVIDIA, NCCL 2.30.7, ``src/graph/tuning.cc``, 2026, ``ncclTopoTuneModel``):
+
+      latency    2 ((g-1) intra_alpha + floor(lg N) inter_alpha)
+      bandwidth  2 n beta
+
+    NCCL's tree is a chain through the g GPUs of each node and a (double) binary tree across the nodes; a
+    message goes up it and back down, hence the 2, the g - 1 hops inside a node and the lg N between nodes
+    (``log2i``, rounded down). The tuner turns a tree's bus bandwidth into algorithm bandwidth by halving it,
+    so the tree moves 2 n per rank where the ring moves 2 n (p-1)/p: the same at large p, twice as much at
+    p = 2. The tuner's refinements of the bandwidth (the tree's all-reduce bus bandwidth x 0.92, a
+    size-dependent correction) and its per-protocol latency constants are left out: this is the alpha-beta
+    form, with one alpha per kind of hop, to set beside :func:`allreduce_time`'s ring.
+
+    >>> t = nccl_tree_allreduce_time(128, 8, 1e8, intra_alpha=5e-6, inter_alpha=5e-6, beta=1 / 400e9)
+    >>> round(t * 1e6, 1)  # us: 2 (7 + 7) x 5 us of latency + 2 x 100 MB / 400 GB/s
+    640.0
+    >>> round(allreduce_time("ring", 1024, 1e8, alpha=5e-6, beta=1 / 400e9) * 1e6, 1)  # 10.23 ms of latency
+    10729.5
+
+    Raises:
+        ValueError: nodes or ranks_per_node < 1, negative nbytes, alpha or beta.
+    """
+    nodes, g, n = np.broadcast_arrays(_ranks(nodes, "nodes"), _ranks(ranks_per_node, "ranks_per_node"),
+                                      _sizes(nbytes))
+    a_i, a_e, b = _rate("intra_alpha", intra_alpha), _rate("inter_alpha", inter_alpha), _rate("beta", beta)
+    t = 2 * ((g - 1).astype(np.float64) * a_i + floor_lg(nodes).astype(np.float64) * a_e) + 2 * n * b
+    return _out(np.asarray(np.where(nodes * g > 1, t, 0.0), dtype=np.float64))
 
 
 def torus_2d_allreduce_time(rows, cols, nbytes, *, alpha: float, beta: float, gamma: float = 0.0):

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaledl.comm.cost import allreduce_time
+from scaledl.comm.cost import allreduce_time, nccl_tree_allreduce_time
 from scaledl.comm.topology import IB_NDR_Bps, NVLINK4_H100_Bps
-from scaledl._args import count, positive
+from scaledl._args import count, one_of, positive
 
 __all__ = ["BYTES_PER_PARAM_MIXED_ADAM", "H100_SXM", "HGX_H100", "GPUSpec", "training_bytes", "gpus_to_hold",
            "bubble_fraction", "pipeline_schedule", "in_flight", "column_parallel", "row_parallel",
-           "gpt_shape", "Layout", "step_time", "data_parallel_scaling", "FLOP_PER_MULTIPLY_ADD",
-           "TRAIN_OVER_FORWARD", "RESNET50_PARAMS", "RESNET50_FORWARD_MULTIPLY_ADDS", "training_flop_per_example",
-           "crossover_gpus"]
+           "gpt_shape", "Layout", "step_time", "DATA_PARALLEL_ALGORITHMS", "data_parallel_scaling",
+           "FLOP_PER_MULTIPLY_ADD", "TRAIN_OVER_FORWARD", "RESNET50_PARAMS", "RESNET50_FORWARD_MULTIPLY_ADDS",
+           "training_flop_per_example", "crossover_gpus"]
 
 # Mixed-precision Adam: FP16/BF16 weights (2) and gradients (2), FP32 master weights, momentum and variance
 # (4 + 4 + 4) = 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
@@ -261,29 +261,49 @@ def step_time(layout: Layout, gpu: GPUSpec = H100_SXM, *, nic_Bps: float = IB_ND
             "bubble_fraction": bubble_fraction(pp, m)}
 
 
+# The all-reduce algorithms of data_parallel_scaling: a flat ring, and NCCL's tree (a chain inside each node,
+# a binary tree across the nodes) priced as NCCL's tuner prices it (cost.nccl_tree_allreduce_time).
+DATA_PARALLEL_ALGORITHMS = ("ring", "tree")
+
+
 def data_parallel_scaling(gpus, *, compute_1gpu_s: float, gradient_B: float, gpus_per_node: int = 8,
                           nics_per_node: int = HGX_H100.compute_nics, nvlink_Bps: float = NVLINK4_H100_Bps,
-                          nic_Bps: float = IB_NDR_Bps, alpha_s: float = 5e-6) -> tuple[np.ndarray, np.ndarray]:
+                          nic_Bps: float = IB_NDR_Bps, alpha_s: float = 5e-6,
+                          algorithm: str = "ring") -> tuple[np.ndarray, np.ndarray]:
     """(compute_s, communication_s) per step of data parallelism with a fixed global batch: compute halves when
-    the GPUs double, the ring all-reduce of the gradients does not (its bytes per GPU tend to 2 x gradient_B).
+    the GPUs double, the all-reduce of the gradients does not (its bytes per GPU tend to 2 x gradient_B).
 
-    Inside one node (``gpus <= gpus_per_node``) the ring runs over NVLink. Beyond it, the gradient is cut into
-    ``nics_per_node`` parts, each all-reduced at the same time by its own ring that leaves every node through
-    a different NIC (a "rail"; NCCL runs one ring per NIC). Each NIC therefore carries 1/nics_per_node of the
-    cross-node bytes: the rings' latency term is one ring's, ``2 (g-1) alpha``, and their bandwidth term is
-    ``2 (g-1)/g x gradient_B / (nics_per_node x nic_Bps)``, but no faster than NVLink, which every ring also
-    crosses inside each node (a ring runs at its slowest link). ``nics_per_node=1`` is one NIC carrying the
-    whole cross-node ring. The default, 8, is the DGX H100's eight 400 Gb/s compute NICs (:data:`HGX_H100`).
+    Inside one node (``gpus <= gpus_per_node``) the all-reduce runs over NVLink. Beyond it, the gradient is cut
+    into ``nics_per_node`` parts, each all-reduced at the same time by its own ring (or tree) that leaves every
+    node through a different NIC (a "rail"; NCCL runs one ring per NIC). Each NIC therefore carries
+    1/nics_per_node of the cross-node bytes: the bandwidth term runs at ``nics_per_node x nic_Bps``, but no
+    faster than NVLink, which every ring also crosses inside each node (a ring runs at its slowest link), and
+    the latency term is one ring's (or tree's). ``nics_per_node=1`` is one NIC carrying the whole cross-node
+    ring. The default, 8, is the DGX H100's eight 400 Gb/s compute NICs (:data:`HGX_H100`).
+
+    ``algorithm`` (one of :data:`DATA_PARALLEL_ALGORITHMS`):
+      - ``"ring"``: a flat ring over all g GPUs, ``2 (g-1) alpha + 2 (g-1)/g x gradient_B x beta``; every one
+        of its 2 (g-1) steps pays ``alpha_s``, the NVLink hops included.
+      - ``"tree"``: NCCL's tree, ``2 ((ppn-1) alpha + floor(lg nodes) alpha) + 2 x gradient_B x beta`` with
+        ppn GPUs in each of the nodes (NCCL's tuner, :func:`scaledl.comm.cost.nccl_tree_allreduce_time`),
+        the same ``alpha_s`` for a hop inside a node and between nodes, as the ring has. Beyond one node,
+        gpus must be whole nodes (multiples of gpus_per_node).
 
     >>> _, rails = data_parallel_scaling([16], compute_1gpu_s=1.0, gradient_B=1e8, alpha_s=0.0)
     >>> _, one = data_parallel_scaling([16], compute_1gpu_s=1.0, gradient_B=1e8, nics_per_node=1, alpha_s=0.0)
     >>> round(float(one[0] / rails[0]), 6)   # eight rails at 8 x 50 GB/s instead of one NIC at 50 GB/s
     8.0
+    >>> _, ring = data_parallel_scaling([1024], compute_1gpu_s=1.0, gradient_B=1e8)
+    >>> _, tree = data_parallel_scaling([1024], compute_1gpu_s=1.0, gradient_B=1e8, algorithm="tree")
+    >>> round(float(ring[0]) * 1e3, 2), round(float(tree[0]) * 1e3, 2)  # ms: 2046 x 5 us of latency, or 28 x 5 us
+    (10.73, 0.64)
 
     Raises:
-        ValueError: gpus < 1, gpus_per_node or nics_per_node < 1, non-positive times, sizes or bandwidths.
+        ValueError: gpus < 1, gpus_per_node or nics_per_node < 1, non-positive times, sizes or bandwidths, an
+            unknown algorithm, or (tree) gpus beyond one node that are not whole nodes.
         TypeError: gpus_per_node or nics_per_node not an int.
     """
+    one_of("algorithm", algorithm, DATA_PARALLEL_ALGORITHMS)
     g = np.asarray(gpus)
     if g.size and np.min(g) < 1:
         raise ValueError(f"gpus must be >= 1, got {g.tolist()}")
@@ -291,9 +311,20 @@ def data_parallel_scaling(gpus, *, compute_1gpu_s: float, gradient_B: float, gpu
     nvlink, nic = positive("nvlink_Bps", nvlink_Bps), positive("nic_Bps", nic_Bps)
     compute = positive("compute_1gpu_s", compute_1gpu_s) / g
     cross_Bps = min(nics * nic, nvlink)
-    comm = np.where(g <= per_node,
-                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / nvlink),
-                    allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=1 / cross_Bps))
+    if algorithm == "ring":
+        def allreduce(beta):
+            return allreduce_time("ring", g, gradient_B, alpha=alpha_s, beta=beta)
+    else:
+        partial = (g > per_node) & (g % per_node != 0)
+        if np.any(partial):
+            raise ValueError(f"gpus beyond one node must be whole nodes (multiples of gpus_per_node={per_node}) "
+                             f"for algorithm='tree', got {g[partial].tolist()}")
+        nodes, ppn = np.where(g <= per_node, 1, g // per_node), np.minimum(g, per_node)
+
+        def allreduce(beta):
+            return nccl_tree_allreduce_time(nodes, ppn, gradient_B, intra_alpha=alpha_s, inter_alpha=alpha_s,
+                                            beta=beta)
+    comm = np.where(g <= per_node, allreduce(1 / nvlink), allreduce(1 / cross_Bps))
     return compute, comm
 
 

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from scaledl.comm import cost, netsim
 from scaledl.comm import topology as T
+import numpy as np
+
+from scaledl.comm import plan
 from scaledl.comm.plan import H100_SXM, Layout, step_time
 
 __all__ = ["VIEW_TOPOLOGIES", "FIXED_RANKS", "timeline_figure", "allreduce_view", "ranks_control",
-           "allreduce_explorer", "bytes_axis", "seconds_axis"]
+           "allreduce_explorer", "bytes_axis", "seconds_axis", "data_parallel_view"]
 
 VIEW_TOPOLOGIES = ("switch", "ring", "ring with a slow link", "SVAIL PCIe node", "SVAIL node, bad ring order",
                    "NVSwitch node", "2 NVSwitch nodes + InfiniBand")
@@ -235,5 +238,42 @@ def layout_view(params_B: float = 175.0, tp: int = 8, pp: int = 8, dp: int = 16,
     fig.suptitle(f"{params_B:g} B params ({r['layers']} layers, h = {r['hidden']}) on {r['gpus']} GPUs = "
                  f"TP {tp} x PP {pp} x DP {dp}: {r['memory_per_gpu_B'] / 1e9:.1f} GB/GPU ({fits}), step "
                  f"{r['step_s']:.3g} s, bubble {100 * r['bubble_fraction']:.1f} %", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def data_parallel_view(algorithm: str = "ring", nics_per_node: int = plan.HGX_H100.compute_nics,
+                       alpha_us: float = 5.0, batch: int = 8192, efficiency: float = 0.4):
+    """Widget view of chapter 13, section 5: ResNet-50 with a fixed global ``batch`` on 1 to 1024 H100s at
+    ``efficiency`` of dense BF16 peak, FP32 gradients all-reduced by ``algorithm`` (``plan.data_parallel_scaling``);
+    the compute and the all-reduce per step against the GPUs, the crossover and the weak-scaling efficiency at
+    1024 GPUs (``batch`` per 8 GPUs) in the title.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> title = data_parallel_view("tree")._suptitle.get_text()
+    >>> title.split(": ")[1]
+    'communication exceeds compute from 1024 GPUs on; weak scaling at 1024 GPUs 99 %'
+    """
+    import matplotlib.pyplot as plt
+
+    gpus = 2 ** np.arange(0, 11)
+    compute_1 = (plan.training_flop_per_example(plan.RESNET50_FORWARD_MULTIPLY_ADDS) * batch
+                 / (efficiency * H100_SXM.dense_bf16_flops))
+    comp, comm = plan.data_parallel_scaling(gpus, compute_1gpu_s=compute_1, gradient_B=4 * plan.RESNET50_PARAMS,
+                                            nics_per_node=nics_per_node, alpha_s=alpha_us * 1e-6,
+                                            algorithm=algorithm)
+    cross = plan.crossover_gpus(gpus, comp, comm)
+    c8 = comp[list(gpus).index(8)]
+    weak = 100 * c8 / (c8 + comm[-1])
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.loglog(gpus, comp * 1e3, "o-", base=2, label="compute (halves)")
+    ax.loglog(gpus[1:], comm[1:] * 1e3, "s-", base=2, label=f"{algorithm} all-reduce")
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("ms per step")
+    ax.legend(fontsize=8)
+    where = f"from {cross} GPUs on" if cross else f"at no count up to {gpus[-1]} GPUs"
+    fig.suptitle(f"{algorithm} all-reduce, {nics_per_node} NICs per node, alpha {alpha_us:g} us: communication "
+                 f"exceeds compute {where}; weak scaling at {gpus[-1]} GPUs {weak:.0f} %", fontsize=9)
     fig.tight_layout()
     return fig

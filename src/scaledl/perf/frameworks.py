@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["FrameworkRow", "Correction", "COLUMNS", "SLIDE_TABLE", "CORRECTIONS", "corrections_for", "row",
-           "stopped", "table_markdown"]
+__all__ = ["FrameworkRow", "Correction", "Release", "COLUMNS", "SLIDE_TABLE", "RELEASES", "NO_RELEASE_SINCE",
+           "CORRECTIONS", "corrections_for", "row", "stopped", "without_releases", "table_markdown"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,50 @@ class Correction:
     source: str
 
 
+@dataclass(frozen=True)
+class Release:
+    """The latest release of a framework that this book found (``note``: anything else its source says)."""
+
+    framework: str
+    name: str
+    year: int
+    source: str
+    note: str = ""
+
+
+# "No release for years", made a rule: a framework whose latest release came out before NO_RELEASE_SINCE has
+# stopped. 2021 is five years before the table was checked (2026). The rule is applied to every row that stopped
+# for no other reason (discontinued, merged, in maintenance only, retired: the status corrections below), so each
+# of those rows has its latest release here; without_releases() applies it, and CORRECTIONS gets its status notes.
+NO_RELEASE_SINCE = 2021
+RELEASES = (
+    Release("Caffe", "1.0", 2017, "BVLC/caffe on GitHub: its tag 1.0 (April 2017) is the last release",
+            "its repository's last change dates from February 2020"),
+    Release("DL4J", "1.0.0-M2.1", 2022, "Maven Central, org.deeplearning4j:deeplearning4j-core 1.0.0-M2.1, "
+            "published August 2022, the latest release"),
+    Release("Matlab", "R2025a", 2025, "MathWorks, MATLAB release notes: two releases a year, R2025a in 2025"),
+    Release("PyTorch", "2.7", 2025, "pytorch/pytorch on GitHub, release v2.7.0, 2025"),
+    Release("TensorFlow", "2.19", 2025, "tensorflow/tensorflow on GitHub, release v2.19.0, 2025"),
+)
+
+
+def without_releases(since: int = NO_RELEASE_SINCE) -> list[str]:
+    """The frameworks of :data:`RELEASES` whose latest release came out before the year ``since``.
+
+    >>> without_releases(), without_releases(2023)
+    (['Caffe'], ['Caffe', 'DL4J'])
+    """
+    return [r.framework for r in RELEASES if r.year < since]
+
+
+def _release_status(since: int) -> tuple:
+    return tuple(Correction(r.framework, "status", "outdated", f"no release since {r.name}, {r.year}",
+                            f"latest release {r.name} ({r.year}), none since the start of {since} (the book's cut-off "
+                            f"for 'no release for years')"
+                            + (f"; {r.note}" if r.note else ""), r.source)
+                 for r in RELEASES if r.framework in without_releases(since))
+
+
 CORRECTIONS = (
     Correction("Chainer", "multi_node_nccl", "wrong in 2018",
                "Yes (ChainerMN)",
@@ -95,11 +139,6 @@ CORRECTIONS = (
                "Yes (2.4, 2020)",
                "Yes: the Keras mixed-precision API (tf.keras.mixed_precision), stable since TensorFlow 2.4, 2020",
                "TensorFlow 2.4 release notes, 2020"),
-    Correction("Caffe", "status", "outdated",
-               "no release since 1.0, 2017",
-               "BVLC Caffe has made no release since Caffe 1.0 (April 2017), and its repository's last change "
-               "dates from February 2020",
-               "BVLC/caffe on GitHub: its tag 1.0 (April 2017) is the last release"),
     Correction("Caffe 2", "status", "outdated",
                "merged into PyTorch, 2018",
                "merged into PyTorch in 2018; no longer a separate framework",
@@ -124,7 +163,7 @@ CORRECTIONS = (
                "not in active development, as the torch7 README has said since July 2018 (its C libraries "
                "live on, rewritten, as PyTorch's ATen); already so when the slides were shown",
                "torch/torch7 README on GitHub, section 'Development Status', added 2 July 2018"),
-)
+) + _release_status(NO_RELEASE_SINCE)
 
 _KINDS = ("wrong in 2018", "outdated")
 _FIELDS = tuple(f.name for f in fields(FrameworkRow))
@@ -133,8 +172,9 @@ assert all(c.kind in _KINDS and c.column in _FIELDS + ("status",) for c in CORRE
 
 def stopped() -> list[str]:
     """The slide's frameworks that have stopped, in the slide's order: those with a ``status`` correction
-    (discontinued, merged into another framework, in maintenance only, retired, or without a release for
-    years), each with its source in :data:`CORRECTIONS`.
+    (discontinued, merged into another framework, in maintenance only, retired, or with no release since the
+    start of :data:`NO_RELEASE_SINCE`, five years before the table was checked), each with its source in
+    :data:`CORRECTIONS`. DL4J, whose latest release is from 2022, is not among them; Caffe (2017) is.
 
     >>> len(stopped()), stopped()[-1]
     (7, 'Torch')

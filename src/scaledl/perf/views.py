@@ -280,6 +280,23 @@ def layer_view(layer_size: int = 1024, batch: int = 64, precision: str = "fp16",
     return plot_roofline(r, points, title=title, intensity_range=(1 / 8, 8192))
 
 
+def _pod(pod: str):
+    if pod not in ("DGX-1", "DGX-2"):
+        raise ValueError(f"pod={pod!r}; expected 'DGX-1' or 'DGX-2'")
+    return DGX1_POD if pod == "DGX-1" else DGX2_POD
+
+
+def view_pod_labels(*, pod: str = "DGX-1", **_values) -> dict[str, str]:
+    """The explorer's label for its rate, which follows the POD chosen (``Explorer(..., describe=)``): the
+    slider is one DGX-1's rate, and with a DGX-2 chosen the label says that the DGX-2 runs at twice it.
+
+    >>> view_pod_labels(pod="DGX-2")
+    {'images_per_s': 'images/s per DGX-1 (a DGX-2 runs at twice it)'}
+    """
+    _pod(pod)
+    return {"images_per_s": "images/s per DGX-1" + ("" if pod == "DGX-1" else " (a DGX-2 runs at twice it)")}
+
+
 def view_pod(images: float = 300_000, epochs: float = FOOTNOTE_EPOCHS, images_per_s: float = FOOTNOTE_IMAGES_PER_S,
              KB_per_image: float = 500.0, pod: str = "DGX-1") -> str:
     """The chapter's explorer: one experiment's hours, the developers a POD serves, and its input bandwidth.
@@ -289,9 +306,7 @@ def view_pod(images: float = 300_000, epochs: float = FOOTNOTE_EPOCHS, images_pe
     >>> print(view_pod().splitlines()[0])
     one experiment on one DGX-1: 300,000 images x 120 epochs at 480 images/s = 20.8 h
     """
-    if pod not in ("DGX-1", "DGX-2"):
-        raise ValueError(f"pod={pod!r}; expected 'DGX-1' or 'DGX-2'")
-    p = DGX1_POD if pod == "DGX-1" else DGX2_POD
+    p = _pod(pod)
     rate = images_per_s * (1 if pod == "DGX-1" else 2)
     hours = experiment_hours(images, epochs=epochs, images_per_s=rate)
     per_day = 1 if pod == "DGX-1" else 2  # the slides: one experiment per DGX-1 per day, two per DGX-2
@@ -299,7 +314,8 @@ def view_pod(images: float = 300_000, epochs: float = FOOTNOTE_EPOCHS, images_pe
     server_days = hours / 24
     bw = input_bandwidth_MBps(rate, KB_per_image * 1e3)
     return "\n".join([
-        f"one experiment on one {pod}: {images:,.0f} images x {epochs:g} epochs at {rate:g} images/s = {hours:.1f} h",
+        f"one experiment on one {pod}: {images:,.0f} images x {epochs:g} epochs at {rate:g} images/s"
+        + ("" if pod == "DGX-1" else f" (twice {images_per_s:g} per DGX-1)") + f" = {hours:.1f} h",
         f"the slide's '{claim}' {'holds' if hours <= 24 / per_day else 'fails'}; at {server_days:.2f} "
         f"server-days per experiment the POD's {p.servers} servers serve {developers_per_pod(p, server_days):.1f} "
         f"developers at two experiments a day",

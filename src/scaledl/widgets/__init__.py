@@ -87,10 +87,14 @@ class Explorer:
 
     Args:
         view: ``view(**values)`` returns what to show: a matplotlib Figure, a str, or any displayable.
+        describe: optional, ``describe(**values)`` returns ``{control name: description}`` for the controls whose
+            label depends on the others' values (a rate "per DGX-1" that another control turns into a DGX-2's);
+            it is applied at once and whenever a value changes.
         **controls: one ipywidget per keyword argument of ``view``; their values are the defaults.
     """
 
-    def __init__(self, view: Callable[..., Any], **controls: W.ValueWidget):
+    def __init__(self, view: Callable[..., Any], *, describe: Callable[..., dict] | None = None,
+                 **controls: W.ValueWidget):
         if not callable(view):
             raise TypeError(f"view must be callable, got {view!r}")
         if not controls:
@@ -98,9 +102,25 @@ class Explorer:
         for name, w in controls.items():
             if not isinstance(w, W.ValueWidget):
                 raise TypeError(f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}")
+        if describe is not None and not callable(describe):
+            raise TypeError(f"describe must be callable or None, got {describe!r}")
         self.view = view
         self.controls = dict(controls)
         self._handle = None
+        self._describe = describe
+        if describe is not None:
+            self._relabel()
+            for w in self.controls.values():
+                w.observe(self._relabel, names="value")
+
+    def _relabel(self, _change=None):
+        labels = self._describe(**self.values())
+        unknown = set(labels) - set(self.controls)
+        if unknown:
+            raise ValueError(f"describe returned unknown control(s) {sorted(unknown)}; the controls are "
+                             f"{sorted(self.controls)}")
+        for name, text in labels.items():
+            self.controls[name].description = text
 
     def values(self) -> dict[str, Any]:
         return {name: w.value for name, w in self.controls.items()}
