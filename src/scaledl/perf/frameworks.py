@@ -90,9 +90,11 @@ RELEASES = (
             "its repository's last change dates from February 2020"),
     Release("DL4J", "1.0.0-M2.1", 2022, "Maven Central, org.deeplearning4j:deeplearning4j-core 1.0.0-M2.1, "
             "published August 2022, the latest release"),
-    Release("Matlab", "R2025a", 2025, "MathWorks, MATLAB release notes: two releases a year, R2025a in 2025"),
-    Release("PyTorch", "2.7", 2025, "pytorch/pytorch on GitHub, release v2.7.0, 2025"),
-    Release("TensorFlow", "2.19", 2025, "tensorflow/tensorflow on GitHub, release v2.19.0, 2025"),
+    # For these three only a recent release was looked up, not the latest (offline): the rule needs only one
+    # release after its cut-off, so "or later" is what the book can say.
+    Release("Matlab", "R2025a or later", 2025, "MathWorks, MATLAB release notes: two releases a year, R2025a in 2025"),
+    Release("PyTorch", "2.7 or later", 2025, "pytorch/pytorch on GitHub, release v2.7.0, 2025"),
+    Release("TensorFlow", "2.19 or later", 2025, "tensorflow/tensorflow on GitHub, release v2.19.0, 2025"),
 )
 
 
