@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 
 from scaledl.comm import mlperf, mlperf_logs  # noqa: E402
 from scaledl.comm.cluster_model import DataParallelRun, predict  # noqa: E402
-from scaledl.comm.record_calibrations import (A100_40GB_DELL, A100_40GB_DELL_ABORTED, A100_MLPERF,  # noqa: E402
+from scaledl.comm.record_calibrations import (A100_40GB_DELL, A100_40GB_DELL_2NODES, A100_MLPERF,  # noqa: E402
                                               DGX_A100, H100_MLPERF, MLPERF_POINTS, NODES, P100_INCEPTION3,
                                               P100_PCIE_RESNET50, XE8545, mlperf_run)
 from scaledl.comm.record_runs import GOALS, RECORD_RUNS, Measured, RecordRun, in_sample_point, record  # noqa: E402
@@ -157,7 +157,7 @@ def test_rows_not_scored_say_why():
     unscored = [r for r in RECORD_RUNS if not r.scored]
     assert {r.name for r in unscored} == {"Akiba et al. 2017", "Mikami et al. 2018",
                                           "MLPerf v1.1, NVIDIA, 8 DGX A100", "MLPerf v2.0, NVIDIA, 8 DGX A100",
-                                          "MLPerf v3.0, NVIDIA, 8 DGX H100", "MLPerf v2.0, Dell, 2 XE8545"}
+                                          "MLPerf v3.0, NVIDIA, 8 DGX H100"}
     for r in unscored:
         assert ("does not say against what" in r.reason) or (r.calibration and "calibration" in r.reason)
     # another release of the calibration point's configuration is in-sample, and says whose
@@ -180,12 +180,13 @@ def test_aborted_logs_stay_out_of_medians_and_calibrations():
     rec = next(s for s in mlperf_logs.SYSTEMS if s["system"] == "dgxa100_n8_ngc21.09_mxnet")
     assert [r["status"] for r in rec["runs"]].count("aborted") == 1 == sub.aborted and sub.runs == 4
     assert sub.blocks == 4 * (len(rec["runs"][0]["blocks"]) - 1)
-    # Dell's one XE8545 at 816 has only an aborted log: refused unless asked for, and not in Dell's calibration
+    # Dell's one XE8545 at 816 has only an aborted log: refused unless asked for, and named where it is used
     with pytest.raises(ValueError, match="run_stop status is 'aborted'"):
         mlperf.step_s_at("v2.0", "XE8545x4A100-SXM-40GB", 816)
     assert mlperf.step_s_at("v2.0", "XE8545x4A100-SXM-40GB", 816, allow_aborted=True) > 0
-    assert not any(pt.aborted for pt in MLPERF_POINTS[A100_40GB_DELL])
-    assert [pt.aborted for pt in MLPERF_POINTS[A100_40GB_DELL_ABORTED]] == [False, True]
+    assert [pt.aborted for pt in MLPERF_POINTS[A100_40GB_DELL]] == [False, True]
+    assert not any(pt.aborted for pt in MLPERF_POINTS[A100_40GB_DELL_2NODES] + MLPERF_POINTS[A100_MLPERF])
+    assert "aborted" in A100_40GB_DELL.source
     with pytest.raises(TypeError, match="allow_aborted must be True or False"):
         mlperf.step_s_at("v2.0", "XE8545x4A100-SXM-40GB", 1024, allow_aborted=1)
 
@@ -202,7 +203,7 @@ def test_calibrations_reproduce_their_points_and_are_used_out_of_sample():
     # rows that repeat a calibration point's configuration are marked and not scored
     for r in MLPERF:
         own = r.name in ("MLPerf v1.1, NVIDIA, 8 DGX A100", "MLPerf v2.0, NVIDIA, 8 DGX A100",
-                         "MLPerf v3.0, NVIDIA, 8 DGX H100", "MLPerf v2.0, Dell, 2 XE8545")
+                         "MLPerf v3.0, NVIDIA, 8 DGX H100")
         assert r.calibration == own and r.scored != own
 
 

@@ -15,9 +15,11 @@ and sizes:
     GPU, whose all-reduce (the model's own closed form, fully exposed: one Horovod group) is taken off its
     step first. It predicts v1.0 (21.05), v2.0 (22.04) and v1.1's larger systems.
   - H100, NVIDIA's MXNet code of v3.0 (23.04): one DGX H100 at 400, 8 DGX H100 at 50; predicts 64 and 96.
-  - A100 40GB in Dell's 4-GPU XE8545 (v2.0): one node at 256 per GPU and 2 nodes at 204. One XE8545 also ran
-    at 204, but its only log there ends in run_stop status "aborted", so it is not used
-    (:func:`scaledl.comm.mlperf.step_s_at`).
+  - A100 40GB in Dell's 4-GPU XE8545 (v2.0): one node at 256 per GPU (four logs) and at 204, from the only
+    log there is at 204, whose run_stop status is "aborted": named as such wherever it is used
+    (``CalibrationPoint.aborted``; the rows predicted with it say so). The same line without it, through 2
+    XE8545 at 204 instead (:data:`A100_40GB_DELL_2NODES`), puts 17 ms in the intercept: the 2-node run's
+    per-step costs beyond the modelled all-reduce, which an intercept absorbs.
 
 Beside each, :func:`calibration_alone`: the straight line t(b) = a + c b through the same two logged steps,
 their all-reduce left in, and no network at all: the simplest model with the same inputs, which the cluster
@@ -44,7 +46,7 @@ from scaledl.perf import hardware
 __all__ = ["P100_INCEPTION3", "P100_PCIE_RESNET50", "A100_MLPERF", "H100_MLPERF", "A100_40GB_DELL",
            "INCEPTION3_PARAMS", "INCEPTION3_TRAIN_FLOP", "DGX_A100", "DGX_H100", "XE8545", "NODES",
            "MLPERF_BUCKET_B", "mlperf_run", "ETHERNET_LATENCY_s", "CalibrationPoint", "MLPERF_POINTS",
-           "calibration_alone", "fitted_batches", "node_name", "A100_40GB_DELL_ABORTED"]
+           "calibration_alone", "fitted_batches", "node_name", "A100_40GB_DELL_2NODES"]
 
 # GPU to GPU over Ethernet through the hosts' network stacks: an assumed order of magnitude (TCP or RoCE
 # through a top-of-rack switch is a few to tens of microseconds), not a measurement of these clusters.
@@ -113,7 +115,7 @@ class CalibrationPoint:
     node: str
     batch: int
     step_s: float
-    aborted: bool = False      # from logs whose run_stop status is "aborted" (only in A100_40GB_DELL_ABORTED)
+    aborted: bool = False      # from logs whose run_stop status is "aborted" (no other log at this point)
 
     @property
     def gpus(self) -> int:
@@ -155,7 +157,7 @@ _A100_POINTS = (_point("v1.1", "dgxa100_ngc21.09_mxnet", "DGX A100"),
 _H100_POINTS = (_point("v3.0", "dgxh100_ngc23.04_mxnet", "DGX H100"),
                 _point("v3.0", "dgxh100_n8_ngc23.04_mxnet", "DGX H100"))
 _DELL_POINTS = (_point("v2.0", "XE8545x4A100-SXM-40GB", "XE8545"),
-                _point("v2.0", "2xXE8545x4A100-SXM-40GB", "XE8545"))
+                _point("v2.0", "XE8545x4A100-SXM-40GB", "XE8545", 816, allow_aborted=True))
 
 A100_MLPERF = _from_points(
     "A100", "ResNet-50 v1.5, NVIDIA MLPerf MXNet 21.09", _A100_POINTS,
@@ -167,21 +169,22 @@ H100_MLPERF = _from_points(
     "step less its modelled all-reduce")
 A100_40GB_DELL = _from_points(
     "A100 40GB", "ResNet-50 v1.5, Dell MLPerf MXNet 22.04", _DELL_POINTS,
-    "MLPerf Training v2.0 result logs, Dell: one XE8545 (4 A100 40GB) at 256 per GPU and 2 XE8545 at 204, "
-    "each step less its modelled all-reduce (one XE8545's only log at 204 is aborted: not used)")
+    "MLPerf Training v2.0 result logs, Dell: one XE8545 (4 A100 40GB) at 256 per GPU (four runs) and at 204 "
+    "(its only log there, aborted), each step less its modelled all-reduce")
 
-# What Dell's calibration would be with the aborted log: one XE8545 at 256 and at 204 per GPU. Not used by any
-# row; it shows how much Dell's scores depend on that one log (scaledl.comm.record_scores.with_calibration).
-_DELL_ABORTED_POINTS = (_DELL_POINTS[0], _point("v2.0", "XE8545x4A100-SXM-40GB", "XE8545", 816, allow_aborted=True))
-A100_40GB_DELL_ABORTED = _from_points(
-    "A100 40GB", "ResNet-50 v1.5, Dell MLPerf MXNet 22.04 (with an aborted log)", _DELL_ABORTED_POINTS,
-    "MLPerf Training v2.0 result logs, Dell: one XE8545 at 256 per GPU and, from its only log at 204, whose "
-    "run_stop status is 'aborted', at 204; each step less its modelled all-reduce")
+# Dell's calibration without the aborted log: one XE8545 at 256 and 2 XE8545 at 204 (four successful logs),
+# as NVIDIA's are made. No row uses it; it shows how much Dell's scores depend on that one log
+# (scaledl.comm.record_scores.with_calibration).
+_DELL_2NODES_POINTS = (_DELL_POINTS[0], _point("v2.0", "2xXE8545x4A100-SXM-40GB", "XE8545"))
+A100_40GB_DELL_2NODES = _from_points(
+    "A100 40GB", "ResNet-50 v1.5, Dell MLPerf MXNet 22.04 (no aborted log)", _DELL_2NODES_POINTS,
+    "MLPerf Training v2.0 result logs, Dell: one XE8545 at 256 per GPU and 2 XE8545 at 204, each step less its "
+    "modelled all-reduce")
 
 MLPERF_POINTS: dict[Calibration, tuple[CalibrationPoint, ...]] = {
     A100_MLPERF: _A100_POINTS, H100_MLPERF: _H100_POINTS, A100_40GB_DELL: _DELL_POINTS,
-    A100_40GB_DELL_ABORTED: _DELL_ABORTED_POINTS}
-"""The two logged runs behind each MLPerf calibration (A100_40GB_DELL_ABORTED: a what-if no row uses)."""
+    A100_40GB_DELL_2NODES: _DELL_2NODES_POINTS}
+"""The two logged runs behind each MLPerf calibration (A100_40GB_DELL_2NODES: a what-if no row uses)."""
 
 # The single-GPU benchmarks' batches, for the calibrations fitted to them (P100 PCIe borrows the SXM2 line).
 _BENCHMARK_BATCHES = {P100_RESNET50: (32, 64), P100_INCEPTION3: (32, 64), P100_PCIE_RESNET50: (32, 64)}

@@ -16,13 +16,14 @@ the network term adds; skill over perfect scaling alone would credit the model w
 already knows (the fixed cost per step that makes a small per-GPU batch slow).
 
 A row is ``in-sample`` (shown, not scored) when it repeats a calibration point's configuration, and carries
-marks: ``extrapolated`` (its per-GPU batch outside the span the calibration was fitted at) and ``duplicate``
-(the same configuration as another scored row: one model value for both, so a mean counts it twice).
+marks: ``extrapolated`` (its per-GPU batch outside the span the calibration was fitted at), ``duplicate``
+(the same configuration as another scored row: one model value for both, so a mean counts it twice) and
+``aborted log`` (its calibration goes through a point whose only log ends in run_stop status "aborted").
 
 >>> from scaledl.comm.record_runs import record
 >>> s = score(record("MLPerf v2.0, Dell, 8 XE8545"))
 >>> s.efficiency.best_baseline, round(100 * s.efficiency.skill), s.marks
-('calibration alone', 2, ('extrapolated',))
+('calibration alone', 4, ('extrapolated', 'aborted log'))
 >>> score(record("MLPerf v2.0, NVIDIA, 8 DGX A100")).status
 'in-sample'
 """
@@ -35,12 +36,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scaledl.comm.cluster_model import predict
 from scaledl.comm.record_calibrations import MLPERF_POINTS, NODES, calibration_alone, fitted_batches
 from scaledl.comm.record_runs import GOALS, RECORD_RUNS, RecordRun, in_sample_point
 
 __all__ = ["BASELINES", "Errors", "Score", "calibration_alone_prediction", "score", "scores", "summary",
            "strong_table", "weak_table", "details_table", "calibration_lines", "sources", "group", "verdict",
-           "with_calibration"]
+           "with_calibration", "curves", "curves_table"]
 
 BASELINES = ("perfect scaling", "communication only", "calibration alone")
 
@@ -134,7 +136,9 @@ def score(r: RecordRun, runs=RECORD_RUNS) -> Score:
     status = "in-sample" if r.calibration else ("scored" if r.scored else "not scored")
     twin = next((o.name for o in runs if o.name != r.name and o.scored and o.run == r.run
                  and o.measured.efficiency is not None), "") if status == "scored" else ""
-    marks = tuple(m for m, on in (("extrapolated", _extrapolated(r)), ("duplicate", bool(twin))) if on)
+    aborted = any(pt.aborted for pt in MLPERF_POINTS.get(r.run.calibration, ()))
+    marks = tuple(m for m, on in (("extrapolated", _extrapolated(r)), ("duplicate", bool(twin)),
+                                  ("aborted log", aborted)) if on)
     split = {}
     if not r.weak_scaling and r.measured.efficiency is not None:
         p = r.prediction
@@ -236,6 +240,40 @@ def weak_table(rows=None) -> str:
     return "\n".join(lines)
 
 
+def curves(rows=None) -> dict[str, list[Score]]:
+    """MLPerf's rows as scaling curves: per round and submitter ("v2.0 NVIDIA"), its rows in GPU order. Each
+    curve starts, implicitly, at its one-node baseline (efficiency 100 % by definition)."""
+    out: dict[str, list[Score]] = {}
+    for s in (scores() if rows is None else rows):
+        if s.run.weak_scaling or not s.name.startswith("MLPerf "):
+            continue
+        round_, submitter = s.name.split(", ")[:2]
+        out.setdefault(f"{round_.removeprefix('MLPerf ')} {submitter}", []).append(s)
+    return {k: sorted(v, key=lambda s: s.run.run.gpus) for k, v in out.items()}
+
+
+def curves_table(rows=None) -> str:
+    """Each MLPerf curve end to end: per node count the measured step and efficiency, the model's, and the
+    calibration alone's, from the one-node baseline (its measured step; the model's own at one node) on."""
+    lines = [f"{'curve':<12} {'nodes':>5} {'b/GPU':>5} | {'step: measured':>14} {'model':>6} {'alone':>6} | "
+             f"{'efficiency: measured':>20} {'model':>5} {'alone':>5}"]
+    for key, ss in curves(rows).items():
+        r0 = ss[0].run
+        base = r0.run.baseline()
+        line = calibration_alone(r0.run.calibration)
+        lines.append(f"{key:<12} {1:>5} {base.batch:>5} | {1e3 * r0.measured.reference_step_s:>11.1f} ms "
+                     f"{1e3 * predict(base).step_s:>6.1f} {1e3 * line.compute_s(base.batch):>6.1f} | "
+                     f"{'100%':>20} {'100%':>5} {'100%':>5} (baseline)")
+        for s in ss:
+            r, m = s.run, s.run.measured
+            mark = " (in-sample)" if s.status == "in-sample" else ""
+            lines.append(f"{'':<12} {r.run.nodes:>5} {r.run.batch:>5} | {1e3 * m.step_s:>11.1f} ms "
+                         f"{1e3 * r.prediction.step_s:>6.1f} {1e3 * calibration_alone_prediction(r)[0]:>6.1f} | "
+                         f"{m.efficiency:>20.0%} {r.prediction.efficiency:>5.0%} "
+                         f"{m.efficiency + s.efficiency.calibration_alone:>5.0%}{mark}")
+    return "\n".join(lines)
+
+
 def details_table(runs=RECORD_RUNS) -> str:
     """Every row with the model's predicted efficiency and step and the errors on the loss (1 - efficiency)
     relative to the measured loss, for the model and communication only; perfect scaling's is -100 % by
@@ -257,7 +295,7 @@ def details_table(runs=RECORD_RUNS) -> str:
 
 def _aborted_note(p) -> str:
     if p.aborted:
-        return ", its only log aborted"
+        return ", its only log there, aborted"
     return f", {p.submission.aborted} aborted log left out" if p.submission.aborted else ""
 
 
@@ -276,8 +314,8 @@ def with_calibration(runs, old, new) -> tuple[RecordRun, ...]:
 
 
 def calibration_lines() -> list[str]:
-    """One line per MLPerf calibration: its two logged points, the fitted span, and where an aborted log was
-    left out."""
+    """One line per MLPerf calibration: its two logged points, and where an aborted log was left out or, at a
+    point with no other log, used."""
     out = []
     for cal, points in MLPERF_POINTS.items():
         pts = "; ".join(f"{p.submission.round} {p.submission.system} ({p.gpus} GPUs at {p.batch} per GPU, "
