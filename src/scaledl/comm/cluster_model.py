@@ -33,8 +33,8 @@ the communication costs (``communication_efficiency`` of the run against that of
     loss_to_batch = 1 - batch_efficiency,  loss_to_communication = batch_efficiency - efficiency
 
 Calibrations are per accelerator, model and software, never per run: either two measured (batch, step time)
-points (:meth:`Calibration.from_steps`: the fixed part is measured) or one published throughput with the
-fixed part from a roofline of kernel launches and the optimizer update (:meth:`Calibration.from_throughput`:
+points (:meth:`Calibration.from_steps`: the fixed part is inferred, an intercept) or one published throughput
+with the fixed part from a roofline of kernel launches and the optimizer update (:meth:`Calibration.from_throughput`:
 the fixed part is assumed). Links are end to end: ``intra_latency_s`` is GPU to GPU inside a node,
 ``nic_latency_s`` GPU to GPU between nodes. Which links each algorithm uses:
 

@@ -221,7 +221,7 @@ def calibration_alone(calibration: Calibration) -> Calibration:
                                          "steps as logged")
 
 
-# The roofline fixed part, for comparison with the measured ones: 525 kernels x 10 us and the SGD update.
+# The roofline fixed part, for comparison with the inferred ones: 525 kernels x 10 us and the SGD update.
 ROOFLINE_FIXED_P100_s = fixed_overhead_s(kernels=RESNET50_KERNELS_PER_STEP, kernel_overhead_s=KERNEL_OVERHEAD_s,
                                          optimizer_B=SGD_MOMENTUM_FP32_B_PER_PARAM * 25.6e6,
                                          memory_Bps=hardware.get("P100").memory_bandwidth_GBps * 1e9)
