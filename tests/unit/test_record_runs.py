@@ -5,9 +5,11 @@
 - Like for like: each MLPerf row's baseline is one node of the same round, code and optimizer, and the model
   computes its efficiency against that same baseline; Horovod's against one GPU, as the paper's.
 - The goals the chapter states: every scored step within 15 %, every scored efficiency within 10 points and
-  closer than perfect scaling. A row that misses keeps a reason and is checked to stay a miss, so a model
-  change that fixes it fails here and the row gets updated. Rows not scored say why.
-- Skill: over the scored rows the model's mean errors are below both baselines', on efficiency and on step.
+  closer than perfect scaling by more than 2 points. A row that misses keeps a reason and is checked to stay a
+  miss, so a model change that fixes it fails here and the row gets updated. Rows not scored say why.
+- In-sample rows (a calibration point's node, GPU count and per-GPU batch) are found from the calibrations'
+  points, not listed by hand; aborted logs stay out of the medians.
+- Skill against the best baseline, the calibration alone included, is in tests/unit/test_record_scores.py.
 """
 
 import importlib.util
@@ -22,10 +24,11 @@ matplotlib.use("Agg")
 
 from scaledl.comm import mlperf, mlperf_logs  # noqa: E402
 from scaledl.comm.cluster_model import DataParallelRun, predict  # noqa: E402
-from scaledl.comm.record_calibrations import (A100_40GB_DELL, A100_MLPERF, DGX_A100, H100_MLPERF,  # noqa: E402
-                                              P100_INCEPTION3, P100_PCIE_RESNET50, mlperf_run)
-from scaledl.comm.record_runs import GOALS, RECORD_RUNS, Measured, RecordRun, record, skill, table  # noqa: E402
-from scaledl.comm.record_views import node_doublings, scaling_curve, view_scaling, view_skill  # noqa: E402
+from scaledl.comm.record_calibrations import (A100_40GB_DELL, A100_40GB_DELL_2NODES, A100_MLPERF,  # noqa: E402
+                                              DGX_A100, H100_MLPERF, MLPERF_POINTS, NODES, P100_INCEPTION3,
+                                              P100_PCIE_RESNET50, XE8545, mlperf_run)
+from scaledl.comm.record_runs import GOALS, RECORD_RUNS, Measured, RecordRun, in_sample_point, record  # noqa: E402
+from scaledl.comm.record_views import node_doublings, scaling_curve, view_scaling  # noqa: E402
 
 IMAGENET = 1_281_167
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,11 +45,12 @@ MISSES = [r for r in SCORED if not r.meets_goals]
 
 
 def _raw_step_s(round_: str, system: str) -> tuple[float, int]:
-    """The median step of a submission, recomputed from the raw blocks without scaledl.comm.mlperf."""
+    """The median step of a submission's successful logs, recomputed from the raw blocks without
+    scaledl.comm.mlperf."""
     rec = next(s for s in mlperf_logs.SYSTEMS if s["round"] == round_ and s["system"] == system)
     batch = statistics.mode(r["global_batch"] for r in rec["runs"])
     steps = [b[2] / 1e3 / (b[1] * IMAGENET / batch) for r in rec["runs"] if r["global_batch"] == batch
-             for b in r["blocks"][1:]]
+             and r["status"] == "success" for b in r["blocks"][1:]]
     return statistics.median(steps), batch // (rec["nodes"] * rec["accelerators_per_node"])
 
 
@@ -116,7 +120,7 @@ def test_scored_rows_meet_the_goals_against_the_measured_figures(r):
         assert abs(p.step_s / r.measured.step_s - 1) <= GOALS["step"] == 0.15
     if r.measured.efficiency is not None:
         err = abs(p.efficiency - r.measured.efficiency)
-        assert err <= GOALS["efficiency_points"] == 0.10 and err < 1 - r.measured.efficiency
+        assert err <= GOALS["efficiency_points"] == 0.10 and err < 1 - r.measured.efficiency - 0.02
     assert not r.reason
 
 
@@ -129,39 +133,77 @@ def test_rows_that_miss_say_why_and_stay_misses(r):
 
 def test_the_misses_are_the_ones_the_chapter_explains():
     assert sorted(r.name for r in MISSES) == sorted([
-        "Akiba et al. 2017, 15 minutes", "Horovod (Sergeev and Del Balso 2018)",
+        "Akiba et al. 2017, 15 minutes", "Horovod (Sergeev and Del Balso 2018)", "Goyal et al. 2017",
         "MLPerf v1.1, NVIDIA, 540 DGX A100"])
+
+
+def test_goyal_misses_on_the_margin_of_perfect_scaling_not_on_the_ten_points():
+    r = record("Goyal et al. 2017")
+    assert abs(r.efficiency_error) <= GOALS["efficiency_points"]          # within 10 points ...
+    assert 0 < abs(r.perfect_error) - abs(r.efficiency_error) < GOALS["margin_points"]   # ... by < 2 on 100 %
+    assert not r.meets_goals and "margin of perfect scaling" in r.reason
+
+
+def test_the_540_node_miss_is_not_put_down_to_its_configuration():
+    # the 527-node run has the same configuration and optimizer and is under-predicted too
+    r540, r527 = record("MLPerf v1.1, NVIDIA, 540 DGX A100"), record("MLPerf v2.0, NVIDIA, 527 DGX A100")
+    assert mlperf.submission("v1.1", "dgxa100_n540_ngc21.09_mxnet").optimizer == "lars"
+    assert mlperf.submission("v2.0", "dgxa100_n527_ngc22.04_mxnet").optimizer == "lars"
+    assert -0.25 < r540.step_error < -0.2 and -0.16 < r527.step_error < -0.12
+    assert "527" in r540.reason and "LARS v2" not in r540.reason and "500+ nodes" in r540.reason
 
 
 def test_rows_not_scored_say_why():
     unscored = [r for r in RECORD_RUNS if not r.scored]
     assert {r.name for r in unscored} == {"Akiba et al. 2017", "Mikami et al. 2018",
-                                          "MLPerf v1.1, NVIDIA, 8 DGX A100", "MLPerf v3.0, NVIDIA, 8 DGX H100"}
+                                          "MLPerf v1.1, NVIDIA, 8 DGX A100", "MLPerf v2.0, NVIDIA, 8 DGX A100",
+                                          "MLPerf v3.0, NVIDIA, 8 DGX H100"}
     for r in unscored:
         assert ("does not say against what" in r.reason) or (r.calibration and "calibration" in r.reason)
+    # another release of the calibration point's configuration is in-sample, and says whose
+    assert "in-sample" in record("MLPerf v2.0, NVIDIA, 8 DGX A100").reason
+    assert "dgxa100_n8_ngc21.09_mxnet" in record("MLPerf v2.0, NVIDIA, 8 DGX A100").reason
 
 
-def test_the_model_beats_both_baselines_on_the_scored_rows():
-    s = skill()
-    assert s["efficiency_rows"] >= 12 and s["step_rows"] >= 10
-    assert s["efficiency_model"] < 0.5 * s["efficiency_communication_only"] < s["efficiency_perfect"]
-    assert s["step_model"] < 0.5 * s["step_communication_only"] < s["step_perfect"]
-    assert s["efficiency_model"] < 0.07 and s["step_model"] < 0.08
+def test_in_sample_is_found_from_the_calibration_points():
+    # the check can fail: the same node, GPUs and batch is in-sample, one of them changed is not
+    assert in_sample_point(A100_MLPERF, DGX_A100, 64, 51) is not None
+    assert in_sample_point(A100_MLPERF, DGX_A100, 64, 50) is None
+    assert in_sample_point(A100_MLPERF, DGX_A100, 128, 51) is None
+    assert in_sample_point(A100_MLPERF, XE8545, 64, 51) is None
+    assert in_sample_point(P100_INCEPTION3, DGX_A100, 64, 51) is None      # no logged points
+
+
+def test_aborted_logs_stay_out_of_medians_and_calibrations():
+    # v1.1's 8 DGX A100: result logs 0-4, the third aborted; the median is over the other four
+    sub = mlperf.submission("v1.1", "dgxa100_n8_ngc21.09_mxnet")
+    rec = next(s for s in mlperf_logs.SYSTEMS if s["system"] == "dgxa100_n8_ngc21.09_mxnet")
+    assert [r["status"] for r in rec["runs"]].count("aborted") == 1 == sub.aborted and sub.runs == 4
+    assert sub.blocks == 4 * (len(rec["runs"][0]["blocks"]) - 1)
+    # Dell's one XE8545 at 816 has only an aborted log: refused unless asked for, and named where it is used
+    with pytest.raises(ValueError, match="run_stop status is 'aborted'"):
+        mlperf.step_s_at("v2.0", "XE8545x4A100-SXM-40GB", 816)
+    assert mlperf.step_s_at("v2.0", "XE8545x4A100-SXM-40GB", 816, allow_aborted=True) > 0
+    assert [pt.aborted for pt in MLPERF_POINTS[A100_40GB_DELL]] == [False, True]
+    assert not any(pt.aborted for pt in MLPERF_POINTS[A100_40GB_DELL_2NODES] + MLPERF_POINTS[A100_MLPERF])
+    assert "aborted" in A100_40GB_DELL.source
+    with pytest.raises(TypeError, match="allow_aborted must be True or False"):
+        mlperf.step_s_at("v2.0", "XE8545x4A100-SXM-40GB", 1024, allow_aborted=1)
 
 
 def test_calibrations_reproduce_their_points_and_are_used_out_of_sample():
     # each MLPerf calibration's two points come back through the model, all-reduce included
-    for cal, node, round_, systems in [(A100_MLPERF, DGX_A100, "v1.1", ("dgxa100_ngc21.09_mxnet",
-                                                                        "dgxa100_n8_ngc21.09_mxnet"))]:
-        for system in systems:
-            sub = mlperf.submission(round_, system)
-            assert predict(mlperf_run(sub, cal, node)).step_s == pytest.approx(sub.step_s, rel=1e-9)
+    for cal, points in MLPERF_POINTS.items():
+        for pt in points:
+            run = mlperf_run(pt.submission, cal, NODES[pt.node], batch=pt.batch)
+            assert predict(run).step_s == pytest.approx(pt.step_s, rel=1e-9)
     assert P100_INCEPTION3.samples_per_s(32) == pytest.approx(128.0) and \
         P100_INCEPTION3.samples_per_s(64) == pytest.approx(142.0)
     assert A100_40GB_DELL.fixed_measured and H100_MLPERF.fixed_measured and not P100_PCIE_RESNET50.fixed_measured
-    # rows whose own numbers made their calibration are marked and not scored
+    # rows that repeat a calibration point's configuration are marked and not scored
     for r in MLPERF:
-        own = r.name in ("MLPerf v1.1, NVIDIA, 8 DGX A100", "MLPerf v3.0, NVIDIA, 8 DGX H100")
+        own = r.name in ("MLPerf v1.1, NVIDIA, 8 DGX A100", "MLPerf v2.0, NVIDIA, 8 DGX A100",
+                         "MLPerf v3.0, NVIDIA, 8 DGX H100")
         assert r.calibration == own and r.scored != own
 
 
@@ -195,16 +237,6 @@ def test_view_scaling_draws_the_measured_point_and_the_curve():
     fig = view_scaling(nic_Gbit_s=10.0, algorithm="ring", max_gpus=64)
     assert len(fig.axes[0].lines[0].get_xdata()) == 4
     plt.close(fig)
-
-
-def test_table_prints_every_row_and_marks_misses():
-    text = table()
-    rows = [line for line in text.splitlines() if line.endswith(("ok", "MISS", "not scored"))]
-    with_eff = sum(r.measured.efficiency is not None for r in RECORD_RUNS)
-    with_step = sum(r.measured.step_s is not None for r in RECORD_RUNS)
-    assert len(rows) == with_eff + with_step
-    assert sum(line.endswith("MISS") for line in rows) == sum(
-        (r.measured.efficiency is not None) + (r.measured.step_s is not None) for r in MISSES)
 
 
 @pytest.mark.parametrize("kwargs,exc,words", [
@@ -245,23 +277,6 @@ def test_bad_rows_and_bad_view_arguments_say_what_was_expected():
     with pytest.raises(ValueError, match=r"global_batch must be one of \[816, 1024\]"):
         mlperf.step_s_at("v2.0", "XE8545x4A100-SXM-40GB", 1000)
     assert math.isfinite(r.efficiency_error) and isinstance(r.run, DataParallelRun)
-
-
-def test_view_skill_puts_every_scored_row_on_both_panels():
-    import matplotlib.pyplot as plt
-
-    fig = view_skill()
-    left, right = fig.axes
-    scored = [r for r in RECORD_RUNS if r.scored]
-    n_eff = sum(r.measured.efficiency is not None for r in scored)
-    n_step = sum(r.measured.step_s is not None and r.measured.reference_step_s is not None for r in scored)
-    assert [len(line.get_xdata()) for line in left.lines[:3]] == [n_eff] * 3
-    assert [len(line.get_xdata()) for line in right.lines[:3]] == [n_step] * 3
-    # the model's points sit nearer the diagonal than perfect scaling's
-    model, _, perfect = left.lines[:3]
-    assert (abs(model.get_ydata() - model.get_xdata()).mean()
-            < abs(perfect.get_ydata() - perfect.get_xdata()).mean())
-    plt.close(fig)
 
 
 def test_node_doublings_double_from_one_node_and_end_at_the_run():

@@ -3,9 +3,10 @@
 A :class:`Calibration` is one accelerator training one model with one software stack. A step on per-GPU batch
 b takes ``fixed_s + b x flop_per_sample / sustained_FLOPs`` seconds: a fixed part that does not grow with
 the batch (kernel launches, the optimizer update, synchronisation) and a part per sample. Two measured
-(batch, step) points give both (:meth:`Calibration.from_steps`: the fixed part is measured); one published
-throughput gives the per-sample part once the fixed part is assumed (:meth:`Calibration.from_throughput`,
-with :func:`fixed_overhead_s`, a roofline of kernel launches and the optimizer's memory traffic).
+(batch, step) points give both (:meth:`Calibration.from_steps`: the fixed part is inferred, the intercept of
+the line through them); one published throughput gives the per-sample part once the fixed part is assumed
+(:meth:`Calibration.from_throughput`, with :func:`fixed_overhead_s`, a roofline of kernel launches and the
+optimizer's memory traffic).
 :mod:`scaledl.comm.cluster_model` adds the network to it.
 
 >>> P100_RESNET50.fixed_measured, round(P100_RESNET50.fixed_s * 1e3, 1)      # TensorFlow, batch 32 and 64
@@ -69,7 +70,7 @@ class Calibration:
     """One accelerator training one model with one software stack: a step on per-GPU batch b takes
     ``fixed_s + b x flop_per_sample / sustained_FLOPs`` seconds, so throughput b / t(b) rises towards
     sustained_FLOPs / flop_per_sample as b grows and falls as it shrinks. ``source`` says where the numbers
-    come from; ``fixed_measured`` whether the fixed part was measured (two batch sizes) or assumed (a
+    come from; ``fixed_measured`` whether the fixed part was inferred from two measured batch sizes or assumed (a
     roofline of kernel launches and the optimizer update beside one published throughput)."""
 
     accelerator: str          # a name scaledl.perf.hardware knows
@@ -104,7 +105,8 @@ class Calibration:
     def from_steps(cls, accelerator: str, model: str, *, flop_per_sample: float, points,
                    source: str = "") -> "Calibration":
         """The line through two measured (per-GPU batch, seconds of compute per step) ``points``: its slope
-        is the seconds per sample, its intercept the fixed part, both measured.
+        is the seconds per sample, its intercept the fixed part: inferred, not measured (it also absorbs any
+        cost per step the model leaves out).
 
         >>> c = Calibration.from_steps("P100", "ResNet-50", flop_per_sample=24.6e9,
         ...                            points=((32, 32 / 195.0), (64, 64 / 219.0)))
@@ -153,7 +155,7 @@ def _tf_points(model: str) -> tuple[tuple[int, float], ...]:
 P100_RESNET50 = Calibration.from_steps(
     "P100 SXM2", "ResNet-50", flop_per_sample=RESNET50_TRAIN_FLOP, points=_tf_points("ResNet-50"),
     source="TensorFlow benchmarks (May 2017), DGX-1 P100, 1 GPU, synthetic data: 195 img/s at batch 32 and "
-           "219 at batch 64 (verified); fixed part measured by the two")
+           "219 at batch 64 (verified); fixed part inferred from the two (the intercept)")
 # V100 SXM2 16 GB, ResNet-50 v1.5, mixed precision (tensor cores): 1,200 images/s at batch 256 (NVIDIA
 # DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md, "Training performance: NVIDIA
 # DGX-1 16GB (8x V100 16GB)", 1 GPU, mixed precision, pytorch-21.03 container, default batch 256 per GPU;

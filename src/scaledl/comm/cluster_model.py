@@ -18,7 +18,10 @@ the backward pass. :func:`predict` adds up
 The backward pass is the last ``backward_fraction`` of the compute and produces the gradient bytes at an even
 rate (an assumption: real networks produce their last layers' gradients first, and those layers hold most
 of the parameters of a ResNet). So the last bucket can never hide: its all-reduce starts when the backward
-pass ends, and one bucket of all the gradients is never hidden at all.
+pass ends, and one bucket of all the gradients is never hidden at all. Two more assumptions make the overlap
+optimistic: every bucket gets the same slot of the backward pass (1/K of it), a smaller remainder bucket
+included, and communication does not slow the backward pass (on a GPU, NCCL's kernels and copies share the SMs
+and the memory bandwidth with it: one reason runs that overlap lose more than this model says).
 
 The efficiency is the per-GPU throughput of the run against a baseline of the same run on
 ``reference_gpus`` GPUs (by default one node; 1 for a paper that measures against one GPU) at
@@ -30,8 +33,8 @@ the communication costs (``communication_efficiency`` of the run against that of
     loss_to_batch = 1 - batch_efficiency,  loss_to_communication = batch_efficiency - efficiency
 
 Calibrations are per accelerator, model and software, never per run: either two measured (batch, step time)
-points (:meth:`Calibration.from_steps`: the fixed part is measured) or one published throughput with the
-fixed part from a roofline of kernel launches and the optimizer update (:meth:`Calibration.from_throughput`:
+points (:meth:`Calibration.from_steps`: the fixed part is inferred, an intercept) or one published throughput
+with the fixed part from a roofline of kernel launches and the optimizer update (:meth:`Calibration.from_throughput`:
 the fixed part is assumed). Links are end to end: ``intra_latency_s`` is GPU to GPU inside a node,
 ``nic_latency_s`` GPU to GPU between nodes. Which links each algorithm uses:
 
@@ -282,7 +285,8 @@ def _buckets(run: DataParallelRun) -> list[float]:
 def exposed_allreduce_s(bucket_s, backward_s: float) -> float:
     """Seconds the step waits after its backward pass, when bucket k (of equal byte counts in ``bucket_s``'s
     order, ``bucket_s[k]`` seconds of all-reduce each) can start only when the backward pass has produced its
-    gradients (at (k+1)/K of ``backward_s``, an even rate) and after bucket k-1 has left the network.
+    gradients (at (k+1)/K of ``backward_s``, an even rate) and after bucket k-1 has left the network. A smaller
+    last bucket gets the same slot as the others, and the all-reduce is assumed not to slow the backward pass.
 
     >>> exposed_allreduce_s([0.1], 1.0)              # one bucket: all of it after the backward pass
     0.1

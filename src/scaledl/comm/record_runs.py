@@ -13,8 +13,11 @@ software and round for MLPerf), and beside two baselines:
 
 Errors: on the efficiency in points, on the loss (1 - efficiency) relative to the measured loss, on the step
 time relative to the measured step. The goals (:data:`GOALS`): a step within 15 %; an efficiency within 10
-points and closer than perfect scaling. A row that misses one keeps a ``reason``, and a row whose baseline the
-source does not establish, or whose numbers made a calibration, is shown but not scored.
+points and closer than perfect scaling by more than 2 points (the precision of a "~90 %"). A row that misses
+one keeps a ``reason``; a row whose baseline the source does not establish, or that repeats the configuration
+of a calibration point (same node type, GPU count and per-GPU batch: in-sample), is shown but not scored.
+The third baseline, the calibration alone, and skill over the best baseline of each row are in
+:mod:`scaledl.comm.record_scores`.
 
 >>> r = record("MLPerf v2.0, NVIDIA, 128 DGX A100")
 >>> round(100 * r.measured.efficiency), round(100 * r.efficiency_error), round(100 * r.perfect_error)
@@ -29,21 +32,21 @@ import math
 import numbers
 from dataclasses import dataclass
 
-import numpy as np
-
 from scaledl.comm import mlperf, topology
 from scaledl.comm.cluster_model import (P100_RESNET50, V100_RESNET50, DataParallelRun, Prediction,
                                         communication_only, predict)
 from scaledl.comm.record_calibrations import (A100_40GB_DELL, A100_MLPERF, DGX_A100, DGX_H100,
-                                              ETHERNET_LATENCY_s, H100_MLPERF, INCEPTION3_PARAMS, P100_INCEPTION3,
-                                              P100_PCIE_RESNET50, XE8545, mlperf_run)
+                                              ETHERNET_LATENCY_s, H100_MLPERF, INCEPTION3_PARAMS, MLPERF_POINTS,
+                                              P100_INCEPTION3, P100_PCIE_RESNET50, XE8545, mlperf_run, node_name)
 from scaledl.perf.progress import IMAGENET_TRAIN_IMAGES
 
-__all__ = ["GOALS", "Measured", "RecordRun", "RECORD_RUNS", "record", "table", "skill",
+__all__ = ["GOALS", "Measured", "RecordRun", "RECORD_RUNS", "record", "in_sample_point",
            "RESNET50_LAYERS_WITH_WEIGHTS", "HOROVOD_CYCLE_s"]
 
-# What the chapter asks of the model: steps within 15 %, efficiencies within 10 points (and closer than 100 %).
-GOALS = dict(step=0.15, efficiency_points=0.10)
+# What the chapter asks of the model: steps within 15 %, efficiencies within 10 points, and closer than 100 % by
+# more than margin_points: the papers state their efficiencies to the point and with a "~", so a model that
+# beats perfect scaling by less than 2 points has not shown it beats it.
+GOALS = dict(step=0.15, efficiency_points=0.10, margin_points=0.02)
 
 # ResNet-50's layers with weights: 53 convolutions and the classifier (He et al. 2016, table 1), the unit in
 # which Goyal et al. aggregate gradients while backprop continues.
@@ -92,8 +95,9 @@ class Measured:
 @dataclass(frozen=True)
 class RecordRun:
     """One published run: ``run`` as the cluster model sees it, what was ``measured``, where each hardware
-    constant comes from (``hardware``), ``calibration`` when its numbers made the calibration it is predicted
-    with (shown, not scored), and the ``reason`` for a row that misses a goal or is not scored."""
+    constant comes from (``hardware``), ``calibration`` when it repeats the configuration of a point of the
+    calibration it is predicted with (in-sample: shown, not scored), and the ``reason`` for a row that misses
+    a goal or is not scored."""
 
     name: str
     run: DataParallelRun
@@ -113,6 +117,11 @@ class RecordRun:
     @property
     def prediction(self) -> Prediction:
         return predict(self.run)
+
+    @property
+    def weak_scaling(self) -> bool:
+        """Measured against a baseline at the same per-GPU batch (weak scaling), not a larger one (MLPerf's)."""
+        return self.run.reference_batch in (None, self.run.batch)
 
     @property
     def scored(self) -> bool:
@@ -163,13 +172,14 @@ class RecordRun:
 
     @property
     def meets_goals(self) -> bool:
-        """Step within GOALS["step"]; efficiency within GOALS["efficiency_points"] and closer than 100 %."""
+        """Step within GOALS["step"]; efficiency within GOALS["efficiency_points"] and closer than 100 % by
+        more than GOALS["margin_points"]."""
         ok = True
         if self.measured.step_s is not None:
             ok &= abs(self.step_error) <= GOALS["step"]
         if self.measured.efficiency is not None:
             e = abs(self.efficiency_error)
-            ok &= e <= GOALS["efficiency_points"] and e < abs(self.perfect_error)
+            ok &= e <= GOALS["efficiency_points"] and e < abs(self.perfect_error) - GOALS["margin_points"]
         return ok
 
 
@@ -211,7 +221,11 @@ _PAPERS = (
         "al. 2018's table, '50Gbit Ethernet'); batch 8192 / 256 = 32 per GPU (abstract); gradients aggregated "
         "layer by layer while backprop continues, recursive halving and doubling between servers (Goyal et "
         "al., section 4, from memory); fp32 gradients; Ethernet latency assumed (ETHERNET_LATENCY_s); the "
-        "calibration is TensorFlow's P100, their framework Caffe2"),
+        "calibration is TensorFlow's P100, their framework Caffe2",
+        reason="within the margin of perfect scaling: the model hides all but the last layer's all-reduce behind "
+               "the backward pass and predicts within a point of 100 %, so its error on the ~90 % is perfect "
+               "scaling's; the 10 % the run lost (its synchronisation protocol, stragglers, the input pipeline, "
+               "Caffe2's own overheads) is not in it"),
     RecordRun(
         "Akiba et al. 2017",
         _AKIBA_RUN,
@@ -266,53 +280,70 @@ _PAPERS = (
 _MLPERF_SOURCE = ("MLPerf Training {round} (MLCommons), closed division, ResNet-50, {submitter}'s {system}: "
                   "result logs in {source}")
 _SHARP = dict(inter_algorithm="in_network")
-# (name, round, system, calibration, node, changes, baseline system, calibration row?, reason)
+_AT_500_NODES = ("under-predicted at 500+ nodes: the 527-node run of v2.0 (the same configuration, "
+                 "config_DGXA100_multi_527x8x16xgbn2_larsv2.sh, and optimizer 'lars' in both logs) is under-"
+                 "predicted too, by 14 %, against 22 % here; a per-step cost that grows with the node count (the "
+                 "slowest of 4,000+ GPUs setting every step, stragglers, a synchronisation the closed forms do not "
+                 "price) is missing from the model, and a calibration fitted at 51-408 per GPU cannot see it")
+# (name, round, system, calibration, node, changes, baseline system, reason)
 _MLPERF_ROWS = (
     ("MLPerf v1.0, NVIDIA, 8 DGX A100", "v1.0", "dgxa100_n8_ngc21.05_mxnet", A100_MLPERF, DGX_A100, {},
-     "dgxa100_ngc21.05_mxnet", False, ""),
+     "dgxa100_ngc21.05_mxnet", ""),
     ("MLPerf v1.1, NVIDIA, 8 DGX A100", "v1.1", "dgxa100_n8_ngc21.09_mxnet", A100_MLPERF, DGX_A100, {},
-     "dgxa100_ngc21.09_mxnet", True, ""),
+     "dgxa100_ngc21.09_mxnet", ""),
     ("MLPerf v1.1, NVIDIA, 128 DGX A100", "v1.1", "dgxa100_n128_ngc21.09_mxnet", A100_MLPERF, DGX_A100, _SHARP,
-     "dgxa100_ngc21.09_mxnet", False, ""),
+     "dgxa100_ngc21.09_mxnet", ""),
     ("MLPerf v1.1, NVIDIA, 540 DGX A100", "v1.1", "dgxa100_n540_ngc21.09_mxnet", A100_MLPERF, DGX_A100, _SHARP,
-     "dgxa100_ngc21.09_mxnet", False,
-     "stragglers and per-step costs at 4,320 GPUs and 15 images per GPU that the model leaves out: group batch "
-     "norm over pairs of GPUs (BN_GROUP=2 in its config: an extra exchange per batch-norm layer), the LARS v2 "
-     "update, and the slowest of 4,320 GPUs setting every step"),
+     "dgxa100_ngc21.09_mxnet", _AT_500_NODES),
     ("MLPerf v2.0, NVIDIA, 8 DGX A100", "v2.0", "dgxa100_n8_ngc22.04_mxnet", A100_MLPERF, DGX_A100, {},
-     "dgxa100_ngc22.04_mxnet", False, ""),
+     "dgxa100_ngc22.04_mxnet", ""),
     ("MLPerf v2.0, NVIDIA, 128 DGX A100", "v2.0", "dgxa100_n128_ngc22.04_mxnet", A100_MLPERF, DGX_A100, _SHARP,
-     "dgxa100_ngc22.04_mxnet", False, ""),
+     "dgxa100_ngc22.04_mxnet", ""),
     ("MLPerf v2.0, NVIDIA, 527 DGX A100", "v2.0", "dgxa100_n527_ngc22.04_mxnet", A100_MLPERF, DGX_A100, _SHARP,
-     "dgxa100_ngc22.04_mxnet", False, ""),
+     "dgxa100_ngc22.04_mxnet", ""),
     ("MLPerf v3.0, NVIDIA, 8 DGX H100", "v3.0", "dgxh100_n8_ngc23.04_mxnet", H100_MLPERF, DGX_H100, {},
-     "dgxh100_ngc23.04_mxnet", True, ""),
+     "dgxh100_ngc23.04_mxnet", ""),
     ("MLPerf v3.0, NVIDIA, 64 DGX H100", "v3.0", "dgxh100_n64_ngc23.04_mxnet", H100_MLPERF, DGX_H100, _SHARP,
-     "dgxh100_ngc23.04_mxnet", False, ""),
+     "dgxh100_ngc23.04_mxnet", ""),
     ("MLPerf v3.0, NVIDIA, 96 DGX H100", "v3.0", "dgxh100_n96_ngc23.04_mxnet", H100_MLPERF, DGX_H100, _SHARP,
-     "dgxh100_ngc23.04_mxnet", False, ""),
+     "dgxh100_ngc23.04_mxnet", ""),
 ) + tuple(
     (f"MLPerf v2.0, Dell, {n} XE8545", "v2.0", f"{n}xXE8545x4A100-SXM-40GB", A100_40GB_DELL, XE8545, {},
-     "XE8545x4A100-SXM-40GB", False, "") for n in (2, 4, 8, 16, 32))
+     "XE8545x4A100-SXM-40GB", "") for n in (2, 4, 8, 16, 32))
 
 
-def _mlperf_row(name, round_, system, cal, node, changes, base, calibration, reason) -> RecordRun:
+def in_sample_point(calibration, node: dict, gpus: int, batch: int):
+    """The calibration point (:data:`~scaledl.comm.record_calibrations.MLPERF_POINTS`) whose configuration a
+    run of ``gpus`` GPUs on ``node`` at ``batch`` per GPU repeats, or None: a run that repeats one is
+    in-sample whatever its round or code release."""
+    name = node_name(node)
+    return next((pt for pt in MLPERF_POINTS.get(calibration, ()) if pt.matches(name, gpus, batch)), None)
+
+
+def _mlperf_row(name, round_, system, cal, node, changes, base, reason) -> RecordRun:
     sub, ref = mlperf.submission(round_, system), mlperf.submission(round_, base)
     if (sub.optimizer, sub.framework) != (ref.optimizer, ref.framework):
         raise ValueError(f"{name}: not like for like ({sub.optimizer}, {sub.framework} against {ref.optimizer}, "
                          f"{ref.framework})")
+    aborted = f"; {sub.aborted} aborted log(s) left out" if sub.aborted else ""
     measured = Measured(
         sub.samples_per_s_per_gpu / ref.samples_per_s_per_gpu, sub.step_s,
         f"one node of the same round and code ({ref.gpus} GPUs at {ref.per_gpu_batch} per GPU)",
         _MLPERF_SOURCE.format(round=round_, submitter=sub.submitter, system=sub.system, source=sub.source),
-        f"result logs read offline: median step over {sub.blocks} blocks of {sub.runs} runs "
+        f"result logs read offline: median step over {sub.blocks} blocks of {sub.runs} runs{aborted} "
         f"(scaledl.comm.mlperf)", reference_step_s=ref.step_s)
     hardware = (f"{sub.nodes} nodes of {sub.gpus_per_node} {sub.accelerator}; {sub.host_networking}; "
                 f"{sub.per_gpu_batch} per GPU, {sub.optimizer}; one Horovod group (no overlap); "
                 + ("SHARP in-network reduction between nodes" if changes else "NCCL ring between nodes"))
     run = mlperf_run(sub, cal, node, reference_batch=ref.per_gpu_batch, **changes)
-    return RecordRun(name, run, measured, hardware, reason=reason or ("calibration point" if calibration else ""),
-                     calibration=calibration)
+    pt = in_sample_point(cal, node, sub.gpus, sub.per_gpu_batch)
+    if pt is not None:
+        own = (pt.submission.round, pt.submission.system) == (round_, system)
+        reason = ("calibration point" if own else
+                  f"in-sample: the configuration of the calibration point {pt.submission.round} "
+                  f"{pt.submission.system} ({pt.gpus} GPUs of {pt.node} at {pt.batch} per GPU), another "
+                  "release of the same code")
+    return RecordRun(name, run, measured, hardware, reason=reason, calibration=pt is not None)
 
 
 RECORD_RUNS: tuple[RecordRun, ...] = _PAPERS + tuple(_mlperf_row(*row) for row in _MLPERF_ROWS)
@@ -324,53 +355,3 @@ def record(name: str) -> RecordRun:
         if r.name == name:
             return r
     raise ValueError(f"name must be one of {[r.name for r in RECORD_RUNS]}; got {name!r}")
-
-
-def _pct(x: float | None, *, points: bool = False, sign: bool = True) -> str:
-    if x is None:
-        return "-"
-    return f"{100 * x:+.0f}" if points else (f"{x:+.0%}" if sign else f"{x:.0%}")
-
-
-def table(runs=RECORD_RUNS) -> str:
-    """Two tables as text: efficiencies (measured; the model's, perfect scaling's and communication-only's
-    errors in points; the loss errors) and step times (measured; the three relative errors), each row marked
-    'ok', 'MISS' (a goal missed: it has a reason) or 'not scored'."""
-    def mark(r):
-        return "not scored" if not r.scored else ("ok" if r.meets_goals else "MISS")
-
-    eff = [f"{'run':<36} {'GPUs':>5} {'b/GPU':>5} {'measured':>8} {'model':>6} | {'error, points':^20} | "
-           f"{'error on the loss':^20} |",
-           f"{'':<36} {'':>5} {'':>5} {'':>8} {'':>6} | {'model':>6} {'100%':>6} {'comm':>6} | {'model':>6} "
-           f"{'100%':>6} {'comm':>6} |"]
-    step = [f"{'run':<36} {'GPUs':>5} {'b/GPU':>5} {'measured':>9} {'model':>9} | {'error':^20} |",
-            f"{'':<36} {'':>5} {'':>5} {'':>9} {'':>9} | {'model':>6} {'100%':>6} {'comm':>6} |"]
-    for r in runs:
-        m, p = r.measured, r.prediction
-        head = f"{r.name:<36} {r.run.gpus:>5} {r.run.batch:>5}"
-        if m.efficiency is not None:
-            comm_eff = m.efficiency + r.communication_only_error
-            eff.append(f"{head} {m.efficiency:>8.0%} {p.efficiency:>6.0%} | "
-                       f"{_pct(r.efficiency_error, points=True):>6} {_pct(r.perfect_error, points=True):>6} "
-                       f"{_pct(r.communication_only_error, points=True):>6} | {_pct(r.loss_error(p.efficiency)):>6} "
-                       f"{_pct(r.loss_error(1.0)):>6} {_pct(r.loss_error(comm_eff)):>6} | {mark(r)}")
-        if m.step_s is not None:
-            step.append(f"{head} {m.step_s * 1e3:>6.1f} ms {p.step_s * 1e3:>6.1f} ms | {_pct(r.step_error):>6} "
-                        f"{_pct(r.perfect_step_error):>6} {_pct(r.communication_only_step_error):>6} | {mark(r)}")
-    return "\n".join(["Scaling efficiency (errors: model, perfect scaling, communication only)", *eff, "",
-                      "Step time (errors relative to the measured step)", *step])
-
-
-def skill(runs=RECORD_RUNS) -> dict[str, float]:
-    """Mean absolute errors over the scored rows: efficiency in points and step time relative, for the model,
-    perfect scaling and communication only."""
-    scored = [r for r in runs if r.scored]
-    e = [r for r in scored if r.measured.efficiency is not None]
-    s = [r for r in scored if r.measured.step_s is not None and r.measured.reference_step_s is not None]
-    mean = (lambda xs: float(np.mean(np.abs(xs))) if xs else math.nan)
-    return dict(efficiency_rows=len(e), step_rows=len(s),
-                efficiency_model=mean([r.efficiency_error for r in e]),
-                efficiency_perfect=mean([r.perfect_error for r in e]),
-                efficiency_communication_only=mean([r.communication_only_error for r in e]),
-                step_model=mean([r.step_error for r in s]), step_perfect=mean([r.perfect_step_error for r in s]),
-                step_communication_only=mean([r.communication_only_step_error for r in s]))

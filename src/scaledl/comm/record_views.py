@@ -1,12 +1,12 @@
 """Figures of the record runs (:mod:`scaledl.comm.record_runs`): the model's scaling curve of a run as its
-network and algorithm change (chapter 16's explorer), and the predictions against the measurements beside
-the two trivial baselines.
+network and algorithm change (chapter 16's explorer), and the model's skill over the best of its three trivial
+baselines, row by row (:mod:`scaledl.comm.record_scores`).
 
 >>> import matplotlib
 >>> matplotlib.use("Agg")
 >>> fig = view_skill()
->>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()][:3]
-['cluster model', 'communication only', 'perfect scaling']
+>>> [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+['NVIDIA DGX', 'Dell XE8545', 'weak scaling']
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from scaledl.comm.cluster_model import ALGORITHMS, DataParallelRun, predict
-from scaledl.comm.record_runs import RECORD_RUNS, record
+from scaledl.comm.record_runs import record
 
 __all__ = ["node_doublings", "scaling_curve", "view_scaling", "view_skill"]
 
@@ -78,38 +78,34 @@ def view_scaling(nic_Gbit_s: float = 50.0, algorithm: str = "hierarchical", max_
     return fig
 
 
-def view_skill(runs=RECORD_RUNS):
-    """Predicted against measured, for every scored row: efficiencies (left) and step times (right), for the
-    cluster model, communication only and perfect scaling; the diagonal is a perfect prediction."""
+def view_skill(rows=None):
+    """Skill over the best baseline of each scored row (:mod:`scaledl.comm.record_scores`): the best
+    baseline's absolute error minus the model's, on the efficiency in points (left) and on the step in % of the
+    measured step (right), one bar per row, coloured by group; the grey band is the margin within which the
+    model has not shown it beats the baseline (GOALS["margin_points"])."""
     import matplotlib.pyplot as plt
 
-    scored = [r for r in runs if r.scored]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    eff = [r for r in scored if r.measured.efficiency is not None]
-    step = [r for r in scored if r.measured.step_s is not None and r.measured.reference_step_s is not None]
-    x = np.array([100 * r.measured.efficiency for r in eff])
-    for label, style, ys in (("cluster model", "o", [r.efficiency_error for r in eff]),
-                             ("communication only", "s", [r.communication_only_error for r in eff]),
-                             ("perfect scaling", "^", [r.perfect_error for r in eff])):
-        left.plot(x, x + 100 * np.array(ys), style, ms=5, label=label)
-    left.plot([0, 100], [0, 100], "k:", lw=1)
-    left.set_xlabel("measured scaling efficiency (%)")
-    left.set_ylabel("predicted (%)")
-    left.set_xlim(30, 102)
-    left.set_ylim(30, 102)
-    left.legend(fontsize=8, loc="lower right")
-    t = np.array([1e3 * r.measured.step_s for r in step])
-    for label, style, errs in (("cluster model", "o", [r.step_error for r in step]),
-                               ("communication only", "s", [r.communication_only_step_error for r in step]),
-                               ("perfect scaling", "^", [r.perfect_step_error for r in step])):
-        right.plot(t, t * (1 + np.array(errs)), style, ms=5, label=label)
-    lo, hi = 0.5 * t.min(), 1.5 * t.max()
-    right.plot([lo, hi], [lo, hi], "k:", lw=1)
-    right.set_xscale("log")
-    right.set_yscale("log")
-    right.set_xlabel("measured step (ms)")
-    right.set_ylabel("predicted step (ms)")
-    left.set_title(f"{len(eff)} efficiencies", fontsize=10)
-    right.set_title(f"{len(step)} step times (MLPerf logs)", fontsize=10)
+    from scaledl.comm import record_scores as rs
+    from scaledl.comm.record_runs import GOALS
+
+    rows = [s for s in (rs.scores() if rows is None else rows) if s.status == "scored"]
+    colours = {"NVIDIA DGX": "tab:green", "Dell XE8545": "tab:blue", "weak scaling": "tab:gray"}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+    names = [s.name.replace("MLPerf ", "") for s in rows]
+    y = np.arange(len(rows))[::-1]
+    margin = 100 * GOALS["margin_points"]
+    for ax, family, unit in ((axes[0], "efficiency", "points of efficiency"), (axes[1], "step", "% of the step")):
+        skill = [getattr(s, family).skill if getattr(s, family) is not None else None for s in rows]
+        for yi, s, k in zip(y, rows, skill):
+            if k is not None:
+                ax.barh(yi, 100 * k, color=colours[rs.group(s)])
+        ax.axvspan(-margin, margin, color="0.9", zorder=0)
+        ax.axvline(0, color="k", lw=0.8)
+        ax.set_xlabel(f"skill over the best baseline ({unit})")
+    axes[0].set_yticks(y, names, fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    axes[1].legend(handles, list(colours), fontsize=8, loc="lower right")
+    axes[0].set_title("efficiency", fontsize=10)
+    axes[1].set_title("step time", fontsize=10)
     fig.tight_layout()
     return fig
