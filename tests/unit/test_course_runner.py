@@ -37,6 +37,18 @@ def test_a_missing_module_leaves_only_its_own_names_unbound(shell):
     assert [o["ename"] for o in outs if o["output_type"] == "error"] == ["ImportError", "ModuleNotFoundError"]
 
 
+def test_an_error_ends_the_cell_as_in_jupyter(shell):
+    """What the student saw is what is graded: statements after an error do not run (a notebook whose answers sit
+    behind `if not found: raise` would otherwise get its definitions all the same), but for a failed import."""
+    outs = runner.run_cell(shell, "a_before = 1\nraise NotImplementedError('stop')\ndef after():\n    return 2\n")
+    assert shell.user_ns["a_before"] == 1 and "after" not in shell.user_ns
+    assert [o["ename"] for o in outs if o["output_type"] == "error"] == ["NotImplementedError"]
+    runner.run_cell(shell, "if True:\n    raise ImportError('not an import statement')\nnot_reached = 1")
+    assert "not_reached" not in shell.user_ns
+    runner.run_cell(shell, "import no_such_module_either\nreached = 1")
+    assert shell.user_ns["reached"] == 1
+
+
 def test_a_cell_records_prints_results_displays_and_errors(shell):
     outs = runner.run_cell(shell, "print('hi')\nfrom IPython.display import display, HTML\ndisplay(HTML('<b>'))\n6*7")
     kinds = [o["output_type"] for o in outs]

@@ -6,7 +6,8 @@ view of the installed packages leaves out what those tasks forbid. The runner
 1. executes the notebook's code cells in an IPython shell of its own (no Jupyter kernel: no ZeroMQ, no second
    process), in order, skipping the lab's own check cells, its hand-in cell and the hidden-test cells (which
    are not in the file it is given at all). Each cell runs one top-level statement at a time, each imported
-   name on its own, so a module left out of this view costs only the names it would have bound; outside the
+   name on its own, so a module left out of this view costs only the names it would have bound (any other error
+   ends the cell, as in Jupyter); outside the
    answer cells, a top-level ``with task(...)`` / ``with uses(...)`` block, the labs' visible check, is not run;
 2. writes the notebook as run (``run.ipynb``, outputs capped) for the feedback page;
 3. says ``ready`` to the grader, and only then receives each task's inputs, drawn by the grader at that moment
@@ -111,16 +112,19 @@ def _cap(outputs: list) -> list:
 
 
 def run_cell(shell, source: str, *, one_statement_at_a_time: bool = True, checks: bool = False) -> list[dict]:
-    """Execute a cell's source, one top-level statement at a time (an error stops its own statement only: an
-    import of a module this view leaves out costs only what that import binds); its outputs as nbformat output
-    dicts (prints, displays, results, errors)."""
+    """Execute a cell's source, one top-level statement at a time; its outputs as nbformat output dicts (prints,
+    displays, results, errors). An error ends the cell, as in Jupyter, so that nothing after it runs that did not
+    run for the student, except an ImportError from an import statement: a module this view leaves out costs only
+    the names that import binds."""
     from IPython.utils.capture import capture_output
 
     outputs: list[dict] = []
     for part in (statements(source, shell, checks=checks) if one_statement_at_a_time else [source]):
         shell.recorded = []
         with capture_output(display=True) as cap:
-            shell.run_cell(part, store_history=False)
+            ran = shell.run_cell(part, store_history=False)
+        error = ran.error_before_exec or ran.error_in_exec
+        stop = error is not None and not (isinstance(error, ImportError) and _is_import(part))
         for name, text in (("stdout", cap.stdout), ("stderr", cap.stderr)):
             if text:
                 outputs.append({"output_type": "stream", "name": name, "text": text})
@@ -128,7 +132,17 @@ def run_cell(shell, source: str, *, one_statement_at_a_time: bool = True, checks
             outputs.append({"output_type": "display_data", "data": dict(shown.data),
                             "metadata": dict(shown.metadata or {})})
         outputs += shell.recorded
+        if stop:
+            break
     return _cap(outputs)
+
+
+def _is_import(part: str) -> bool:
+    try:
+        body = ast.parse(part).body
+    except SyntaxError:
+        return False
+    return len(body) == 1 and isinstance(body[0], (ast.Import, ast.ImportFrom))
 
 
 def execute(notebook: Path, plan: dict[str, str], shell, replies, *, written: Path) -> None:
