@@ -136,3 +136,13 @@ def test_a_gemm_without_its_partial_last_tile_gets_its_hint(K, tile):
     assert f"the first {k} of its K = {K} products only" in v.message or (k == 0 and "no trip" in v.message)
     right = V.kernel_verdict([(A @ B).astype(np.float32)], A @ B, 1e-5, patterns=lambda: V.gemm_patterns(A, B))
     assert right.passed and right.hints == () and right.problems == ()
+
+
+def test_nan_from_shared_memory_read_too_early_is_not_called_never_written():
+    """The sanitizer fills shared memory with NaN, so a race on a tile leaves NaN in the output: not the grid's."""
+    want = np.ones((4, 4))
+    got = want.copy()
+    got[2:, :] = np.nan
+    v = V.kernel_verdict([got], want, 0.0, findings=[("race", "[race] r")])
+    assert v.hints == (hint("sanitizer", "race"),) and "read before it was written" in v.message
+    assert V.kernel_verdict([got], want, 0.0).hints == (hint("kernel", "wrong_grid"),)

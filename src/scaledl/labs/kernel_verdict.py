@@ -232,7 +232,11 @@ def kernel_verdict(runs, want, tol, *, bound=None, findings=(), error: str | Non
         problems.append("wrote past the end of the output")
         add_hint(hint("kernel", "past_end"))
     nan = np.isnan(got)
-    if nan.any():
+    if nan.any() and any(kind in ("race", "uninitialized") for kind, _ in findings):
+        # the sanitizer fills shared memory with NaN: a read of it before it was written shows up as NaN too
+        problems.append(f"{int(nan.sum())} of {got.size} outputs NaN (never written, or made from shared memory "
+                        "read before it was written)")
+    elif nan.any():
         problem, text = _never_written(got, want.shape, grid_stride)
         problems.append(problem)
         add_hint(text)
