@@ -23,7 +23,8 @@ from scaledl.labs.hints import HINTS, hint
 from scaledl.labs.batch_checks import check_batch_policy
 
 FEEDBACK_CHARS = 500  # scaledl.course.grade keeps this much of a judge's message for the feedback page
-KERNEL_HINTS = {("lab04", "spmv_rows")}  # with the "kernel" group: tests/sim/test_lab_kernel_hints.py
+KERNEL_HINTS = {("lab04", "spmv_rows")} | {("sanitizer", k) for k in HINTS["sanitizer"]}  # with the "kernel" group:
+#                                                                                tests/sim/test_lab_kernel_hints.py
 CASES = {}
 
 

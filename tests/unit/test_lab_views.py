@@ -113,3 +113,48 @@ def test_a_view_costs_the_lab_only_the_names_it_leaves_out(lab, absent):
     # a stub's own error, or the import system's word for it (a left-out submodule in a from-list, a private name)
     assert all("is left out of this grading run" in why or "cannot import name" in why for *_, why in failed), failed
     assert sorted((m, n) for m, n, _ in failed) == want
+
+
+# --- labs 01 and 02: scaledl.kernels left out but for the race checker their produce runs the kernels under ----
+
+def test_a_kernel_labs_view_keeps_only_the_sanitizer_of_scaledl_kernels():
+    import pkgutil
+
+    import scaledl.kernels
+
+    on_disk = {f"scaledl.kernels.{i.name}" for i in pkgutil.iter_modules(scaledl.kernels.__path__)}
+    for lab in ("lab01", "lab02"):
+        (group,) = view.groups(tasks.for_lab(lab))  # still one process for the whole lab
+        assert {m for m in group.absent if m.startswith("scaledl.kernels")} == on_disk - {"scaledl.kernels.sanitizer"}
+        assert "scaledl.perf" in group.absent and "scaledl.kernels" not in group.absent
+        units = [("scaledl.kernels.sanitizer", "sanitize"), ("scaledl.kernels.sanitizer", "KernelDeadlock"),
+                 (f"scaledl.course.produce.{lab}", "PRODUCE"), ("scaledl.kernels", "gemm"),
+                 ("scaledl.kernels.gemm", ""), ("scaledl.kernels.reference", "")]
+        run = subprocess.run([sys.executable, "-c", CHILD, json.dumps([sorted(group.absent), units])],
+                             capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert run.returncode == 0, run.stderr[-3000:]
+        failed = {(m, n) for m, n, _ in json.loads(run.stdout.strip().splitlines()[-1])}
+        assert failed == {("scaledl.kernels", "gemm"), ("scaledl.kernels.gemm", ""), ("scaledl.kernels.reference", "")}
+
+
+def test_carving_a_package_leaves_out_its_other_modules_and_needs_a_package_to_carve():
+    assert view.carve("scaledl.perf", {"scaledl.kernels.sanitizer"}) == {"scaledl.perf"}
+    carved = view.carve("scaledl.kernels", {"scaledl.kernels.sanitizer"})
+    assert "scaledl.kernels.gemm" in carved and not any(m.startswith("scaledl.kernels.sanitizer") for m in carved)
+    with pytest.raises(ValueError, match="which is a module, not a package"):
+        view.carve("scaledl.kernels.gemm", {"scaledl.kernels.gemm.x"})
+    task = tasks.get("lab02", "task_2_1")
+    with pytest.raises(ValueError, match=r"needs \['scaledl'\], which holds \['scaledl.kernels'\], which it forbids"):
+        view.absent_for(type(task)(**{**task.__dict__, "needs": ("scaledl",)}), frozenset({"scaledl.kernels"}))
+
+
+def test_a_folder_with_several_modules_left_out_gets_one_bytecode_cache_without_any_of_theirs(tmp_path, monkeypatch):
+    pkg = tmp_path / "pkg"
+    (pkg / "__pycache__").mkdir(parents=True)
+    for stem in ("a", "b", "c"):
+        (pkg / f"{stem}.py").write_text("")
+        (pkg / "__pycache__" / f"{stem}.cpython-312.pyc").write_bytes(b"")
+    monkeypatch.setattr(view, "_where", lambda m: (pkg / f"{m.split('.')[-1]}.py", False))
+    pairs = view.build({"pkg.a", "pkg.b"}, tmp_path / "view", why="a test")
+    caches = [(stub, target) for stub, target in pairs if target == pkg / "__pycache__"]
+    assert len(caches) == 1 and sorted(f.name for f in caches[0][0].iterdir()) == ["c.cpython-312.pyc"]

@@ -47,6 +47,8 @@ from scaledl.course.lab import (STATUSES, UNTOUCHED, Grade, Lab, handed_out, loa
 from scaledl.course.authoring import mark_answer_cells, new_test_cell  # noqa: F401  (their old home)
 
 MAX_NOTEBOOK_BYTES = 20 << 20  # a lab notebook with outputs is < 2 MB; bigger is not a lab
+MESSAGE_CHARS = 1000  # of a judge's message, kept for the feedback page: a race checker's finding runs to ~400 and
+#                      the hint naming its fix must fit after it
 
 
 
@@ -106,7 +108,7 @@ def judge(lab: Lab, grade: Grade, inputs: dict, results: dict, bypass: dict, err
             task.judge(inputs[gid], results[gid])
         except Exception as err:  # hostile data: whatever the judge raises costs this task, nothing more
             msg = str(err) if isinstance(err, AssertionError) else f"{task.title}: {type(err).__name__}: {err}"
-            grade.points[gid], grade.messages[gid] = 0.0, msg[:500]
+            grade.points[gid], grade.messages[gid] = 0.0, msg[:MESSAGE_CHARS]
         else:
             grade.points[gid], grade.messages[gid] = lab.points[gid], "passed"
 
@@ -164,7 +166,8 @@ class Prepared:
         self.views = None
         if sandbox.level == "bwrap":
             def why(module):
-                titles = [t.title for t in lab.tasks.values() if module in view.own_absent(t)]
+                titles = [t.title for t in lab.tasks.values()  # a carved package's submodule is its package's
+                          if any(module == m or module.startswith(m + ".") for m in view.own_absent(t))]
                 return (f"{', '.join(titles) or 'this lab'} of {lab.id} must be answered with your own code, so "
                         f"the grader runs your functions where the library's answer is not")
 

@@ -84,17 +84,44 @@ def own_absent(task) -> frozenset[str]:
 def absent_for(task, union: frozenset[str]) -> frozenset[str]:
     """The modules left out of ``task``'s view: the lab's ``union`` of forbidden modules less what the task's run
     ``needs`` (and what holds it: a package above a needed module stays), always with its own forbidden ones.
+    A module the task forbids itself that holds a needed one (``scaledl.kernels``, which holds the sanitizer a
+    kernel task's ``produce`` runs under) is carved: left out as its other submodules, the package itself and the
+    path down to the needed module kept (:func:`carve`).
 
     Raises:
-        ValueError: a task needs a module it forbids (the two cannot both hold).
+        ValueError: a task needs a module it forbids, or a package that holds one (the two cannot both hold).
     """
     own = own_absent(task)
     needs = set(getattr(task, "needs", ()))
-    clash = {m for m in own for n in needs if n == m or n.startswith(m + ".")}
+    clash = {m for m in own for n in needs if n == m or m.startswith(n + ".")}
     if clash:
-        raise ValueError(f"{task.grade_id}: needs {sorted(needs)}, inside {sorted(clash)}, which it forbids")
-    keep = {m for m in union for n in needs if n == m or n.startswith(m + ".") or m.startswith(n + ".")}
-    return _outermost((union - keep) | own)
+        raise ValueError(f"{task.grade_id}: needs {sorted(needs)}, which holds {sorted(clash)}, which it forbids")
+    keep = {m for m in union - own for n in needs if n == m or n.startswith(m + ".") or m.startswith(n + ".")}
+    return frozenset(c for m in _outermost((union - keep) | own) for c in carve(m, needs))
+
+
+def carve(module: str, needs) -> set[str]:
+    """``module`` left out less the ``needs`` inside it: ``{module}`` when none is, else its submodules (found on
+    disk) other than the needed ones, and those of the packages on the way down to them, carved the same way.
+
+    Raises:
+        ValueError: a needed module is inside a plain module (nothing to carve), or not installed.
+    """
+    import pkgutil
+
+    inside = [n for n in needs if n.startswith(module + ".")]
+    if not inside:
+        return {module}
+    path, package = _where(module)
+    if not package:
+        raise ValueError(f"needs {inside} inside {module!r}, which is a module, not a package")
+    out: set[str] = set()
+    for info in pkgutil.iter_modules([str(path)]):
+        sub = f"{module}.{info.name}"
+        if sub in inside:
+            continue
+        out |= carve(sub, inside) if any(n.startswith(sub + ".") for n in inside) else {sub}
+    return out
 
 
 def groups(tasks) -> list[Group]:
@@ -135,6 +162,7 @@ def build(absent, dest: Path, *, why) -> list[tuple[Path, Path]]:
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     pairs: list[tuple[Path, Path]] = []
+    stems: dict[Path, set[str]] = {}  # __pycache__ folder -> stems of its modules left out
     for i, module in enumerate(sorted(_outermost(absent))):
         target, package = _where(module)
         stub = dest / f"{i:02d}-{module}"
@@ -146,12 +174,15 @@ def build(absent, dest: Path, *, why) -> list[tuple[Path, Path]]:
         stub.mkdir()
         (stub / target.name).write_text(stub_text(module, why(module) if callable(why) else why))
         pairs.append((stub / target.name, target))
-        cache = target.parent / "__pycache__"
+        stems.setdefault(target.parent / "__pycache__", set()).add(target.stem)
+    # One filtered copy per __pycache__, without the bytecode of every module left out of its folder (a mount per
+    # module would leave only the last one's filter in force).
+    for j, (cache, left) in enumerate(sorted(stems.items())):
         if cache.is_dir():
-            kept = stub / "__pycache__"
-            kept.mkdir()
+            kept = dest / f"cache-{j:02d}" / "__pycache__"
+            kept.mkdir(parents=True)
             for f in cache.iterdir():
-                if not f.name.startswith(target.stem + "."):
+                if f.name.split(".")[0] not in left:
                     shutil.copy2(f, kept / f.name)
             pairs.append((kept, cache))
     course = Path(__file__).resolve().parent

@@ -30,7 +30,22 @@ Every variant runs on the active backend (see :mod:`scaledl.device`) and is chec
 odd sizes before anything is timed.
 """
 
-from scaledl.kernels.gemm import gemm
-from scaledl.kernels.gemm_traffic import GemmTraffic, count_gemm_traffic, gemm_traffic
+from scaledl._absent import left_out, missing
+
+# Each may be left out of a grading run (scaledl._absent): a kernel task's view keeps only the sanitizer of this
+# package (scaledl.course.view.carve), and the package imports all the same, without these names.
+try:
+    from scaledl.kernels.gemm import gemm
+except ModuleNotFoundError as err:
+    left_out(err, globals())
+try:
+    from scaledl.kernels.gemm_traffic import GemmTraffic, count_gemm_traffic, gemm_traffic
+except ModuleNotFoundError as err:
+    left_out(err, globals())
+
+
+def __getattr__(name):
+    return missing(name, __name__, globals())
+
 
 __all__ = ["gemm", "gemm_traffic", "count_gemm_traffic", "GemmTraffic"]

@@ -20,7 +20,19 @@ values no input could produce           uninitialised memory was read: typically
 (beyond K max|a| max|b|), inf           ``cuda.syncthreads()`` that ends its loading
 right at the smallest size, wrong at    the tile loop: the tile offset (``t * TILE + threadIdx``) or a tile
 larger ones                             overwritten before every thread used it (the second syncthreads)
+a clean block of NaN at the end         the grid is too small: blocks rounded down, or x and y swapped
+(whole tiles, a vector's tail)
+every output the sum over whole tiles   the last, partial tile is dropped: ``range(K // TILE)``
+of K only (``gemm_patterns``)
+a finding of the sanitizer (simulator)  what it says: a race, a barrier some threads miss, a read of shared
+                                        memory nobody wrote, an index out of bounds, even where the values
+                                        came out right
 =====================================  ===================================================================
+
+On the simulator the runs are watched by :func:`scaledl.kernels.sanitizer.sanitize`, which reads every access
+of every thread: the findings come first, and a kernel with one fails (a deadlock at a barrier ends the size with
+its message instead of hanging). On a GPU the report says in one line that the race checker could not watch.
+The decision for each size is :func:`scaledl.labs.kernel_verdict.kernel_verdict`, the grader's too.
 
 The hints are :mod:`scaledl.labs.hints`' "kernel" ones; the grader's judges of the kernel tasks
 (:func:`scaledl.course.tasks.lab01.judge_kernel_runs`) name the same symptoms in the same words.
@@ -39,6 +51,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
@@ -47,7 +60,9 @@ import numpy as np
 
 from scaledl import device
 from scaledl.kernels.reference import gemm_tolerance
+from scaledl.kernels.sanitizer import KernelDeadlock
 from scaledl.labs.hints import hint as _text
+from scaledl.labs.kernel_verdict import gemm_patterns, kernel_verdict
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 MAX_SHOWN = 5  # mismatching indices printed per size
@@ -81,12 +96,20 @@ class CheckResult:
         return self
 
     def raise_if_failed(self):
-        """Raise AssertionError when the check failed (for a grader or a test), with the report unless it
-        was printed just above."""
+        """Raise :class:`CheckFailed` when the check failed (for a grader or a test), with the report unless it
+        was printed just above. In a notebook it shows as its one line, not a traceback into this module."""
         if not self.passed:
             if self.printed:
-                raise AssertionError(f"{self.name} did not pass: see Yours beside Spec and the hints above")
-            raise AssertionError(str(self))
+                raise CheckFailed(f"{self.name} did not pass: see the report and the hints above")
+            raise CheckFailed(str(self))
+
+
+class CheckFailed(AssertionError):
+    """A lab check failed. IPython shows it as its message alone (``_render_traceback_``): the report printed
+    above it says what is wrong, and a traceback into the library would only hide that."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 def elementwise_tolerance(ulps: float = 2.0):
@@ -125,20 +148,14 @@ def _run_once(yours, inputs, shape, dtype):
     return full[:n].reshape(shape), bool(np.any(~np.isnan(full[n:])))
 
 
-def unwritten_tail(out) -> int | None:
-    """Where the never-written (NaN) tail of a 1-D output begins, when the kernel wrote a prefix ``[0, start)``
-    and nothing from ``start`` on: the footprint of one element per thread on a grid smaller than the array.
-    None for any other pattern (2-D outputs, scattered NaN, nothing missing, nothing written).
-
-    >>> unwritten_tail(np.array([1.0, 2.0, np.nan, np.nan])), unwritten_tail(np.array([1.0, np.nan, 3.0]))
-    (2, None)
-    """
-    out = np.asarray(out)
-    if out.ndim != 1 or out.dtype.kind != "f" or out.size == 0:
+def _sanitizing(on: bool):
+    """``sanitize()`` around a check's launches on the simulator when ``on`` (None elsewhere: a GPU's threads are
+    out of Python's sight)."""
+    if not on or device.backend() != "simulator":
         return None
-    written = ~np.isnan(out)
-    start = int(np.argmin(written)) if not written.all() else out.size
-    return start if 0 < start < out.size and not written[start:].any() else None
+    from scaledl.kernels.sanitizer import sanitize
+
+    return sanitize()
 
 
 def _describe_mismatch(got, want, bad, limit=MAX_SHOWN) -> list[str]:
@@ -151,11 +168,42 @@ def _describe_mismatch(got, want, bad, limit=MAX_SHOWN) -> list[str]:
     return lines
 
 
+def _run_size(yours, inputs, shape, dtype, repeats, sanitize: bool):
+    """``repeats`` poisoned runs, under the sanitizer on the simulator: ``(runs, guard_hit, error, findings)``,
+    ``findings`` as ``(kind, message)`` pairs (:func:`scaledl.labs.kernel_verdict.kernel_verdict`'s)."""
+    runs, guard_hit, error, found = [], False, None, []
+    watch = _sanitizing(sanitize)
+    report = None
+    try:
+        with watch if watch is not None else contextlib.nullcontext() as report:
+            for _ in range(repeats):
+                got, hit = _run_once(yours, inputs, shape, dtype)
+                runs.append(got)
+                guard_hit |= hit
+    except NotImplementedError:
+        raise
+    except IndexError as err:
+        error = str(err)
+    except KernelDeadlock as err:
+        runs = []  # the launch was stopped: its outputs are half-written
+        if report is None or not report.of_kind("barrier"):
+            found.append(("barrier", f"deadlock: a block waited at a cuda.syncthreads() that some of its "
+                                     f"threads never reached, and the launch was stopped ({err or 'KernelDeadlock'})"))
+    if report is not None:
+        found = [(f.kind, str(f)) for f in report.findings] + found  # str: as produce hands them to the grader
+    return runs, guard_hit, error, found
+
+
 def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, *, tolerance=None,
                  magnitude_bound: Callable | None = None, repeats: int = 2, seed: int = 0,
                  out_dtype=np.float32, name: str | None = None, fallback: str | None = None,
-                 report=sys.stdout) -> CheckResult:
+                 patterns: Callable | None = None, sanitize: bool = True, report=sys.stdout) -> CheckResult:
     """Run ``yours`` at each size and compare it with ``spec``; print a report and return a CheckResult.
+
+    On the simulator every run is watched by :func:`scaledl.kernels.sanitizer.sanitize`: a race, a barrier
+    some threads miss, a read of shared memory nobody wrote or an index out of bounds fails the size with the
+    sanitizer's message, even where the values came out right. The verdict of each size is
+    :func:`scaledl.labs.kernel_verdict.kernel_verdict`, which the grader's judges call too.
 
     Args:
         yours: ``yours(*inputs, out)`` launches the student's kernel and writes ``out`` (poisoned with NaN
@@ -171,11 +219,18 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
         repeats: runs per size; outputs that differ between runs reveal a race.
         fallback: the hint for wrong values that no classic symptom explains (default: compare the first
             indices for a transposed index or a wrong stride).
+        patterns: ``patterns(*inputs)`` returns ``(hint, output, problem)`` triples, the outputs classic bugs
+            give (:func:`gemm_patterns`); a wrong output that matches one gets its hint.
+        sanitize: watch the runs with the race checker on the simulator (the default, and what the grader does);
+            False checks the symptoms alone, as before the checker (chapter 04 shows what that misses).
         report: where to print (None: print nothing).
 
     Returns:
         CheckResult, truthy when every size passed.
     """
+    if not isinstance(sanitize, bool):
+        raise TypeError(f"sanitize must be True or False, got {sanitize!r}")
+    watched = sanitize and device.backend() == "simulator"
     sizes = list(sizes)
     if not sizes:
         raise ValueError("sizes must list at least one size to try")
@@ -184,83 +239,43 @@ def check_kernel(yours: Callable, spec: Callable, make_inputs: Callable, sizes, 
     tolerance = tolerance or elementwise_tolerance()
     name = name or getattr(yours, "__name__", "your kernel")
     result = CheckResult(name)
+    if sanitize and not watched:
+        result.lines.append(f"note: kernels run on the {device.backend()!r} backend here, where the race checker "
+                            "cannot watch threads; run with SCALEDL_BACKEND=simulator, or use compute-sanitizer")
     rng = np.random.default_rng(seed)
     wrong_sizes = []
     hints: list[str] = []
-
-    def hint(text):
-        if text not in hints:
-            hints.append(text)
 
     for k, size in enumerate(sizes):
         inputs = make_inputs(size, rng)
         inputs = inputs if isinstance(inputs, tuple) else (inputs,)
         want = np.asarray(spec(*inputs), np.float64)
         label = f"{name} at size {_size_label(size)}"
-        runs, guard_hit = [], False
-        try:
-            for _ in range(repeats):
-                got, hit = _run_once(yours, inputs, want.shape, out_dtype)
-                runs.append(got)
-                guard_hit |= hit
-        except NotImplementedError:
-            raise
-        except IndexError as err:
-            result.passed = False
-            wrong_sizes.append(size)
-            result.lines.append(f"FAIL {label}: the kernel indexed outside an array: {err}")
-            hint(_text("kernel", "out_of_bounds"))
-            continue
-        got = runs[0]
-        expected_tol = np.asarray(tolerance(inputs, want), np.float64)
-        finite = np.isfinite(got)
-
-        def off(out):  # elements that are not finite or lie beyond the tolerance
-            return ~np.isfinite(out) | (np.abs(out.astype(np.float64) - want) > expected_tol)
-
-        bad = off(got)
-        problems = []
-        if guard_hit:
-            problems.append("wrote past the end of the output")
-            hint(_text("kernel", "past_end"))
-        if np.isnan(got).any():
-            problems.append(f"{int(np.isnan(got).sum())} outputs still NaN (never written)")
-            passed_before = k > 0 and all(s not in wrong_sizes for s in sizes[:k])
-            tail = unwritten_tail(got) if passed_before else None
-            hint(_text("kernel", "grid_stride" if tail is not None else "never_written"))
-        other = next((r for r in runs[1:] if not np.array_equal(r, got, equal_nan=True)), None)
-        if other is not None:
-            problems.append("two identical runs gave different results")
-            hint(_text("kernel", "race"))
-        if magnitude_bound is not None:
-            bound = np.asarray(magnitude_bound(*inputs), np.float64) + expected_tol
-            impossible = finite & (np.abs(got) > bound)
-            if (~np.isnan(got) & ~finite).any() or impossible.any():
-                problems.append("values the inputs cannot produce")
-                hint(_text("kernel", "impossible"))
-        if not bad.any() and other is not None:  # the first run was right, a later one was not: still a race
-            got, bad = other, off(other) | (other != runs[0])
-        if bad.any():
-            result.passed = False
-            wrong_sizes.append(size)
-            what = "; ".join(problems) if problems else "wrong values"
-            result.lines.append(f"FAIL {label}: {what}")
-            result.lines += _describe_mismatch(got, want, bad)
-        elif guard_hit:
-            result.passed = False
-            result.lines.append(f"FAIL {label}: {problems[0]}")
-        else:
+        runs, guard_hit, error, found = _run_size(yours, inputs, want.shape, out_dtype, repeats, watched)
+        tol = np.asarray(tolerance(inputs, want), np.float64)
+        bound = None if magnitude_bound is None else np.asarray(magnitude_bound(*inputs), np.float64)
+        passed_before = k > 0 and all(s not in wrong_sizes for s in sizes[:k])
+        verdict = kernel_verdict(runs, want, tol, bound=bound, findings=found, error=error, guard_hit=guard_hit,
+                                 grid_stride=passed_before,
+                                 patterns=None if patterns is None else (lambda: patterns(*inputs)))
+        hints += [h for h in verdict.hints if h not in hints]
+        if verdict.passed:
             result.lines.append(f"ok   {label}")
-    if wrong_sizes and len(wrong_sizes) < len(sizes) and sizes[0] not in wrong_sizes and \
-            not any("never written" in h for h in hints):
-        hint("the smallest size is right but larger ones are wrong: look at what changes with size, e.g. the "
-             "loop over tiles (the tile offset t * TILE + threadIdx, the number of tiles rounded up) or a "
-             "tile overwritten while others still read it (the second cuda.syncthreads()).")
+            continue
+        result.passed = False
+        wrong_sizes.append(size)
+        result.lines.append(f"FAIL {label}: {verdict.message}")
+        if verdict.bad is not None and verdict.bad.any():
+            result.lines += _describe_mismatch(verdict.shown, want, verdict.bad)
+    if wrong_sizes and len(wrong_sizes) < len(sizes) and sizes[0] not in wrong_sizes and not hints:
+        hints.append("the smallest size is right but larger ones are wrong: look at what changes with size, e.g. "
+                     "the loop over tiles (the tile offset t * TILE + threadIdx, the number of tiles rounded up) or "
+                     "a tile overwritten while others still read it (the second cuda.syncthreads()).")
     if wrong_sizes and not hints:
-        hint(fallback or _text("kernel", "compare"))
+        hints.append(fallback or _text("kernel", "compare"))
     result.hints = hints
     return result.finish(f"{name} on {len(sizes)} sizes {[_size_label(s) for s in sizes]}, {repeats} runs "
-                         f"each, outputs poisoned with NaN", report)
+                         f"each, outputs poisoned with NaN" + (", under the race checker" if watched else ""), report)
 
 
 def check_values(yours: Callable, spec: Callable, cases, *, rtol: float = 1e-12, name: str | None = None,
@@ -359,7 +374,7 @@ def check_gemm(yours, sizes=GEMM_SIZES, *, gpu=None, **kwargs) -> CheckResult:
     kwargs.setdefault("name", getattr(yours, "__name__", "gemm"))
     result = check_kernel(yours, gemm_spec, gemm_inputs, sizes,
                           tolerance=lambda inputs, want: gemm_tolerance(*inputs), magnitude_bound=gemm_bound,
-                          **kwargs)
+                          patterns=gemm_patterns, **kwargs)
     if gpu is not None and result.passed:
         from scaledl.labs.gpu_report import print_static_report
 

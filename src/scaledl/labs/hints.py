@@ -50,6 +50,28 @@ HINTS: dict[str, dict[str, str]] = {
                       "cuda.syncthreads() after the loads), or an accumulator never set to 0.",
         "compare": "compare Yours and Spec at the first indices: a transposed index (row/col, threadIdx.x/.y) or a "
                    "wrong stride shows up as values from the wrong place.",
+        "wrong_grid": "a clean block of outputs at the end (whole tiles of rows or columns, or the tail of a vector) "
+                      "was never written: the grid is too small. Round the number of blocks up in every dimension, "
+                      "((N + T - 1) // T, (M + T - 1) // T) for a grid of (x: columns, y: rows), not N // T, and "
+                      "check that x counts columns and y rows.",
+        "partial_tile": "the last, partial tile of K is left out (range(K // TILE)): loop over the tiles rounded "
+                        "up, range((K + TILE - 1) // TILE), and load 0 for the tile elements past K.",
+    },
+    # scaledl.kernels.sanitizer's findings, one per kind (check_kernel on the simulator, and the grader's judges)
+    "sanitizer": {
+        "race": "two threads touched one element with nothing ordering them, even if the values came out right "
+                "here: a tile must be fully loaded before anyone reads it (cuda.syncthreads() after the loads) and "
+                "fully read before the next tile overwrites it (cuda.syncthreads() at the end of the loop); a total "
+                "that many threads add to needs cuda.atomic.add.",
+        "barrier": "every thread of a block must reach the same cuda.syncthreads() the same number of times: move "
+                   "the barrier out of the branch (or the loop whose trip count differs), and instead of returning "
+                   "early put the thread's work inside `if` and let it reach the barriers with the others.",
+        "uninitialized": "shared memory was read where no thread of the block wrote it: load every element of the "
+                         "tile (0 for those outside the matrix) before the cuda.syncthreads() that ends the loads, "
+                         "and read only what was loaded.",
+        "out_of_bounds": "an index went outside an array: the bounds guard is missing. A thread whose element lies "
+                         "outside the data must not load or store it: `if row < C.shape[0] and col < C.shape[1]:` "
+                         "around the store (`if i < out.size:` for a vector), and 0 for tile elements outside A or B.",
     },
     "lab01": {
         "gemm_intensity": "count loads of A and of B separately: how many blocks (rounded up) read each row of A, "

@@ -9,12 +9,16 @@ guard region, :data:`RUNS` times per size, and hands back the whole buffer for t
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from scaledl.course.produce import student
 
 GUARD_ELEMENTS = 4096  # NaN after every output: a GPU store past its end lands here (the simulator raises)
 RUNS = 2               # launches per size: two identical runs that disagree reveal a race
+MAX_FINDINGS = 20      # sanitizer findings handed back per size (the judge reads no more)
+MAX_MESSAGE = 600      # characters of each (the sanitizer's are 200 to 400)
 VARIANTS = ("naive", "tiled")  # Task 1.4's GEMM kernels
 
 
@@ -50,11 +54,34 @@ def poisoned_launch(launch, shape, dtype=np.float32) -> np.ndarray:
 
 def produce_runs(launch, shape, key: str) -> dict:
     """``RUNS`` poisoned launches as ``{key_0: buffer, key_1: ...}``, or ``{key_error: message}`` when the
-    kernel indexed outside an array (the simulator's IndexError: no bounds guard)."""
+    kernel indexed outside an array (an IndexError: no bounds guard).
+
+    On the simulator the launches run under :func:`scaledl.kernels.sanitizer.sanitize`, and ``key_findings``
+    lists what it found as plain data, ``{"kind": ..., "message": ...}`` (at most :data:`MAX_FINDINGS`, each
+    message cut to :data:`MAX_MESSAGE` characters); a launch it stopped at a barrier some threads never
+    reach (``KernelDeadlock``) hands back the findings alone. The judge decides with them and the buffers
+    (:func:`scaledl.labs.kernel_verdict.kernel_verdict`)."""
+    from scaledl import device
+
+    watch, deadlock = None, ()
+    if device.backend() == "simulator":
+        from scaledl.kernels.sanitizer import KernelDeadlock, sanitize
+
+        watch, deadlock = sanitize(), (KernelDeadlock,)
+    report = None
+    out = {}
     try:
-        return {f"{key}_{r}": poisoned_launch(launch, shape) for r in range(RUNS)}
+        with watch if watch is not None else contextlib.nullcontext() as report:
+            for r in range(RUNS):
+                out[f"{key}_{r}"] = poisoned_launch(launch, shape)
     except IndexError as err:
         return {f"{key}_error": f"IndexError: {err}"[:300]}
+    except deadlock:
+        out = {}  # the launch was stopped half-way: its buffers say nothing
+    if report is not None:
+        out[f"{key}_findings"] = [{"kind": str(f.kind), "message": str(f)[:MAX_MESSAGE]}
+                                  for f in report.findings[:MAX_FINDINGS]]
+    return out
 
 
 def plain_number(x):

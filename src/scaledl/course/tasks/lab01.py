@@ -18,69 +18,68 @@ from scaledl.labs.hints import hint, with_hints
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 KERNEL_MODULES = ("scaledl.kernels",)            # the book's own kernels answer every kernel task
+# ... but the kernel tasks' produce runs the student's launches under the race checker, which lives there: the lab's
+# view keeps it (scaledl.course.view.carve), on every task so that the lab still grades in one process
+SANITIZER = ("scaledl.kernels.sanitizer",)
 MODEL_MODULES = ("scaledl.kernels", "scaledl.perf")  # ... and its traffic/roofline models the counting ones
 
 
 # --- judges shared with lab 02 --------------------------------------------------------------------------------
 
-def _mismatch(title: str, got, want, bad, problem: str, hints=()) -> None:
-    """Raise AssertionError naming how many outputs ``bad`` marks, the first two (Yours beside Spec; the feedback
-    page shows 500 characters of a message, and the hint must fit) and ``hints`` (texts of
-    :mod:`scaledl.labs.hints`); return when none is marked."""
+def _first_mismatches(got, want, bad, count: int = 2) -> str:
+    """The first ``count`` outputs ``bad`` marks, Yours beside Spec (the feedback page shows 500 characters of a
+    message, and the hint must fit)."""
     idx = np.flatnonzero(bad)
-    if idx.size == 0:
-        return
-    shown = "; ".join(f"at {tuple(int(v) for v in np.unravel_index(i, want.shape))}: Yours {got.flat[i]:.9g}, "
-                      f"Spec {want.flat[i]:.9g}" for i in idx[:2])
-    raise AssertionError(with_hints(f"{title}: {idx.size} of {want.size} outputs {problem}; {shown}", hints))
+    return "; ".join(f"at {tuple(int(v) for v in np.unravel_index(i, want.shape))}: Yours {got.flat[i]:.9g}, "
+                     f"Spec {want.flat[i]:.9g}" for i in idx[:count])
 
 
 def judge_kernel_runs(outputs: dict, key: str, want: np.ndarray, tol, *, title: str, bound=None,
-                      grid_stride: bool = False) -> None:
+                      grid_stride: bool = False, patterns=None) -> None:
     """Judge the buffers :func:`~scaledl.course.produce.lab01.produce_runs` handed back under ``key`` against
-    ``want`` (float64).
+    ``want`` (float64), with the sanitizer's findings that came with them.
 
     ``tol`` is the allowed absolute error (scalar or per element); ``bound`` (optional) the largest |value|
     any output built from the inputs can have, so that larger ones are named reads of memory nobody wrote;
-    ``grid_stride`` (the earlier sizes passed) names a clean never-written tail as a missing grid-stride loop.
-    The hints are :mod:`scaledl.labs.hints`' "kernel" ones, which :func:`scaledl.labs.check.check_kernel` prints
-    in the notebook for the same symptoms.
+    ``grid_stride`` (the earlier sizes passed) names a clean never-written tail as a missing grid-stride loop;
+    ``patterns`` (optional) returns the outputs classic bugs give (:func:`scaledl.labs.kernel_verdict.gemm_patterns`).
+    The decision is :func:`scaledl.labs.kernel_verdict.kernel_verdict`, the one
+    :func:`scaledl.labs.check.check_kernel` prints in the notebook: a finding of the sanitizer (a race, ...)
+    fails the task with its message even where the values are right.
 
     Raises:
-        AssertionError: naming ``title``, the first differing indices (Yours beside Spec) and the likely bug.
+        AssertionError: naming ``title``, what is wrong (the sanitizer's message, the first differing indices,
+            Yours beside Spec) and the likely bug.
     """
-    from scaledl.labs.check import unwritten_tail
+    from scaledl.labs.kernel_verdict import kernel_verdict, read_findings
 
+    findings, malformed = read_findings(outputs.get(f"{key}_findings"))
+    if malformed:
+        raise AssertionError(f"{title}: {malformed}")
+    error = None
     if f"{key}_error" in outputs:
         msg = outputs[f"{key}_error"]
-        msg = msg if isinstance(msg, str) else repr(msg)
-        raise AssertionError(with_hints(f"{title}: the kernel indexed outside an array ({msg:.200})",
-                                        [hint("kernel", "out_of_bounds")]))
+        error = f"{msg if isinstance(msg, str) else repr(msg):.200}"
     n = want.size
+    present = [r for r in range(RUNS) if f"{key}_{r}" in outputs]
     runs = []
-    for r in range(RUNS):
-        if f"{key}_{r}" in outputs and not isinstance(outputs[f"{key}_{r}"], np.ndarray):
-            raise AssertionError(f"{title}: {key}_{r} is not an array")
-        runs.append(array(outputs, f"{key}_{r}", shape=(n + GUARD_ELEMENTS,), dtype="f", title=title))
-    if any(not np.isnan(r[n:]).all() for r in runs):
-        raise AssertionError(with_hints(f"{title}: the kernel wrote past the end of the output",
-                                        [hint("kernel", "past_end")]))
-    got = runs[0][:n].astype(np.float64).reshape(want.shape)
-    start = unwritten_tail(got) if grid_stride and want.ndim == 1 else None
-    if start is not None:
-        raise AssertionError(with_hints(f"{title}: elements from index {start} on were never written, while the "
-                                        f"smaller sizes passed", [hint("kernel", "grid_stride")]))
-    _mismatch(title, got, want, np.isnan(got), "were never written (still the NaN poured in before the launch)",
-              [hint("kernel", "never_written")])
-    if any(not np.array_equal(r[:n], runs[0][:n], equal_nan=True) for r in runs[1:]):
-        raise AssertionError(with_hints(f"{title}: two identical runs gave different results",
-                                        [hint("kernel", "race")]))
-    if bound is not None:
-        _mismatch(title, got, want, ~(np.abs(got) <= bound + tol), "are values the inputs cannot produce",
-                  [hint("kernel", "impossible")])
-    with np.errstate(invalid="ignore", over="ignore"):
-        bad = ~(np.abs(got - want) <= tol)
-    _mismatch(title, got, want, bad, "differ", [hint("kernel", "compare")])
+    if present or (error is None and not findings):  # a launch stopped at a barrier hands back findings alone
+        for r in range(RUNS):
+            if f"{key}_{r}" in outputs and not isinstance(outputs[f"{key}_{r}"], np.ndarray):
+                raise AssertionError(f"{title}: {key}_{r} is not an array")
+            runs.append(array(outputs, f"{key}_{r}", shape=(n + GUARD_ELEMENTS,), dtype="f", title=title))
+    if error is not None:
+        runs = []
+    guard_hit = any(not np.isnan(r[n:]).all() for r in runs)
+    verdict = kernel_verdict([r[:n].reshape(want.shape) for r in runs], want, tol, bound=bound, findings=findings,
+                             error=error, guard_hit=guard_hit, grid_stride=grid_stride and want.ndim == 1,
+                             patterns=patterns, fallback=hint("kernel", "compare"))
+    if verdict.passed:
+        return
+    message = f"{title}: {verdict.headline}"  # a finding's message is long: it leads, alone
+    if not verdict.found and verdict.bad is not None and verdict.bad.any():
+        message += "; " + _first_mismatches(verdict.shown.astype(np.float64), want, verdict.bad)
+    raise AssertionError(with_hints(message, verdict.hints))
 
 
 def judge_numbers(outputs: dict, key: str, cases, want, *, title: str, name: str, rtol: float = 1e-12,
@@ -189,11 +188,11 @@ def _intensity_judge(inp, out):
 
 TASKS = (
     Task("task_1_1", "Task 1.1", ("make_copy_kernel",), _copy_inputs, PRODUCE["task_1_1"], _copy_judge,
-         local_seed=150101, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+         local_seed=150101, forbidden_modules=KERNEL_MODULES, requires_kernel=True, needs=SANITIZER),
     Task("task_1_2", "Task 1.2", ("make_triad_kernel",), _triad_inputs, PRODUCE["task_1_2"], _triad_judge,
-         local_seed=150103, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+         local_seed=150103, forbidden_modules=KERNEL_MODULES, requires_kernel=True, needs=SANITIZER),
     Task("task_1_3", "Task 1.3", ("make_fma_kernel",), _fma_inputs, PRODUCE["task_1_3"], _fma_judge,
-         local_seed=150105, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+         local_seed=150105, forbidden_modules=KERNEL_MODULES, requires_kernel=True, needs=SANITIZER),
     Task("task_1_4", "Task 1.4", ("gemm_intensity",), _intensity_inputs, PRODUCE["task_1_4"], _intensity_judge,
-         local_seed=150107, forbidden_modules=MODEL_MODULES),
+         local_seed=150107, forbidden_modules=MODEL_MODULES, needs=SANITIZER),
 )

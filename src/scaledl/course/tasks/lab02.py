@@ -12,7 +12,7 @@ import numpy as np
 
 from scaledl.course.produce.lab02 import PRODUCE
 from scaledl.course.tasks import Task
-from scaledl.course.tasks.lab01 import KERNEL_MODULES, MODEL_MODULES, judge_kernel_runs, judge_numbers
+from scaledl.course.tasks.lab01 import KERNEL_MODULES, MODEL_MODULES, SANITIZER, judge_kernel_runs, judge_numbers
 from scaledl.labs.hints import hint
 
 # The notebook's block sizes (TILE, and R outputs per thread per side in Task 2.2), so that the drawn sizes
@@ -44,11 +44,13 @@ def _gemm_inputs(sizes, rng):
 def _gemm_judge(title: str):
     def judge(inp, out):
         from scaledl.labs.check import gemm_bound, gemm_spec, gemm_tolerance
+        from scaledl.labs.kernel_verdict import gemm_patterns
 
         for i in range(inp["cases"]):
             A, B = inp[f"A{i}"], inp[f"B{i}"]
             (M, K), N = A.shape, B.shape[1]
             judge_kernel_runs(out, f"C{i}", gemm_spec(A, B), gemm_tolerance(A, B), bound=gemm_bound(A, B),
+                              patterns=lambda A=A, B=B: gemm_patterns(A, B),  # a partial last tile dropped
                               title=f"{title} (C = A @ B at M, N, K = {M}, {N}, {K})")
     return judge
 
@@ -84,10 +86,11 @@ def _regblock_inputs(rng):
 
 TASKS = (
     Task("task_2_1", "Task 2.1", ("make_tiled_kernel", "launch_tiled"), _tiled_inputs, PRODUCE["task_2_1"],
-         _gemm_judge("Task 2.1"), local_seed=150201, forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+         _gemm_judge("Task 2.1"), local_seed=150201, forbidden_modules=KERNEL_MODULES, requires_kernel=True,
+         needs=SANITIZER),
     Task("task_2_1b", "Task 2.1b", ("tiled_loads",), _loads_inputs, PRODUCE["task_2_1b"], _loads_judge,
-         local_seed=150203, forbidden_modules=MODEL_MODULES),
+         local_seed=150203, forbidden_modules=MODEL_MODULES, needs=SANITIZER),
     Task("task_2_2", "Task 2.2", ("make_regblock_kernel", "launch_regblock"), _regblock_inputs,
          PRODUCE["task_2_2"], _gemm_judge("Task 2.2"), local_seed=150204,
-         forbidden_modules=KERNEL_MODULES, requires_kernel=True),
+         forbidden_modules=KERNEL_MODULES, requires_kernel=True, needs=SANITIZER),
 )
