@@ -284,9 +284,10 @@ def gemm_patterns(A, B) -> list[tuple[str, np.ndarray, str]]:
     that does not divide K, ``A[:, :K'] @ B[:K', :]`` with ``K' = K - K % T`` (0 when T > K), as
     ``(hint, output, problem)`` triples for :func:`scaledl.labs.kernel_verdict.kernel_verdict`, each K' once.
 
-    >>> [p[2][24:] for p in gemm_patterns(np.ones((2, 13)), np.ones((13, 3)))]  # doctest: +NORMALIZE_WHITESPACE
-    ['as if the tile loop made no trip (K = 13 is less than a tile)', 'sum of the first 8 of its K = 13 products only',
-     'sum of the first 12 of its K = 13 products only']
+    >>> [p[2][len("every output is "):] for p in gemm_patterns(np.ones((2, 13)), np.ones((13, 3)))]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['0, as if the tile loop made no trip (K = 13 is less than a tile)',
+     'the sum of the first 8 of its K = 13 products only', 'the sum of the first 12 of its K = 13 products only']
     """
     A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
     K = A.shape[1]
