@@ -146,3 +146,50 @@ def test_scaledl_bench_mpi_is_the_command(capsys):
     assert done.value.code == 0
     text = capsys.readouterr().out
     assert "usage: scaledl bench mpi" in text and "--hosts" in text and "--emulate" in text
+
+
+FOUR = CB.load_record(four_hosts=True)
+
+
+def test_the_four_host_record_has_one_and_two_ranks_per_host_and_recomputes():
+    assert sorted((run["nodes"], run["ranks_per_node"]) for run in FOUR["runs"]) == [(4, 1), (4, 2)]
+    for run in FOUR["runs"]:
+        assert run["network"]["kind"] == "emulated" and run["mpich"].startswith("MPICH Version")
+        assert {r["algorithm"] for r in run["rows"]} >= {"ring", "recursive_doubling", "rabenseifner"}
+        assert CB.predict(run) == pytest.approx([r["predicted_s"] for r in run["rows"]], rel=1e-9)
+
+
+def test_at_four_hosts_the_simulator_tells_the_algorithms_apart():
+    # the point of the four hosts: at p = 2 the three flat algorithms are one exchange and the simulator prices
+    # them within 0.1 % of each other; at p = 4 recursive doubling costs about a third more from 16 KiB up
+    two = CB.load_record()["runs"][0]
+    assert two["nodes"] == 2 and two["ranks_per_node"] == 1
+    big = [q_sim for n, _, _, _, q_sim in CB.algorithm_order(two) if n >= 1 << 16]
+    assert max(big) < 1.01
+    one_rank = next(r for r in FOUR["runs"] if r["ranks_per_node"] == 1)
+    for n, _, simulated, _, q_sim in CB.algorithm_order(one_rank):
+        if n >= 1 << 14:
+            assert simulated[-1] == "recursive_doubling" and 1.2 < q_sim < 1.4
+
+
+def test_algorithm_order_ranks_measured_and_simulated_separately():
+    rows = [{"nbytes": n, "algorithm": a, "measured_s": m}
+            for n, a, m in [(64, "ring", 3.0), (64, "recursive_doubling", 1.0), (64, "rabenseifner", 2.0),
+                            (128, "ring", 1.0), (128, "recursive_doubling", 1.05)]]  # 128: rabenseifner missing
+    order = CB.algorithm_order({"rows": rows}, [1.0, 2.0, 3.0, 1.0, 1.0])
+    assert order == [(64, ("recursive_doubling", "rabenseifner", "ring"), ("ring", "recursive_doubling",
+                                                                           "rabenseifner"), 3.0, 3.0)]
+    text = CB.order_table({"rows": rows}, [1.0, 2.0, 3.0, 1.0, 1.0])
+    assert text.splitlines()[1].split()[-1] == "no"  # measured slowest: ring; simulated: rabenseifner
+    tied = [{"nbytes": 64, "algorithm": a, "measured_s": m}
+            for a, m in [("ring", 1.0), ("recursive_doubling", 1.05), ("rabenseifner", 1.02)]]
+    assert CB.order_table({"rows": tied}, [1.0, 1.0, 2.0]).splitlines()[1].split()[-1] == "tie"
+    with pytest.raises(ValueError):
+        CB.algorithm_order({"rows": rows}, [1.0])  # one prediction per row
+
+
+def test_chapter_14_prints_the_four_host_record():
+    printed = _outputs(nbformat.read(CHAPTER, as_version=4))
+    for run in FOUR["runs"]:
+        predicted = CB.predict(run)
+        assert CB.table(run, predicted) in printed and CB.order_table(run, predicted) in printed

@@ -45,8 +45,8 @@ from scaledl.comm.mpi import fit_alpha_beta, launch, pingpong, reduce_gamma
 from scaledl.comm.mpi_allreduce import time_allreduce
 
 __all__ = ["DEFAULT_SIZES_B", "FIT_SIZES_B", "ALGORITHMS", "GOAL", "GOAL_FROM_B", "GOAL_ALGORITHMS", "RECORD_FILE",
-           "repeats_for", "size_label", "measure", "fit", "measured_topology", "predict", "run", "record", "table",
-           "describe_fit", "load_record", "main"]
+           "FOUR_HOST_RECORD_FILE", "algorithm_order", "order_table", "repeats_for", "size_label", "measure", "fit",
+           "measured_topology", "predict", "run", "record", "table", "describe_fit", "load_record", "main"]
 
 DEFAULT_SIZES_B = tuple(1 << k for k in range(10, 27, 2))  # 1 KiB, 4 KiB, ..., 64 MiB
 FIT_SIZES_B = (0, 1 << 16, 1 << 18, 1 << 20, 1 << 22)
@@ -57,6 +57,9 @@ GOAL = 0.25
 GOAL_FROM_B = 1 << 16
 GOAL_ALGORITHMS = ("ring", "rabenseifner")
 RECORD_FILE = "cluster_record_emulated.json"  # package data of scaledl.comm: what chapter 14 prints
+# Four emulated hosts (one and two ranks each): at p = 2 every one-rank-per-host all-reduce is a single pairwise
+# exchange, so the algorithms only differ, and their order only tests the simulator, from three hosts up.
+FOUR_HOST_RECORD_FILE = "cluster_record_emulated_4hosts.json"
 
 
 # -- inside MPI ---------------------------------------------------------------------------------------------
@@ -227,11 +230,57 @@ def record(runs: list[dict], *, note: str = "") -> dict:
             "versions": _versions(), "note": note, "runs": runs}
 
 
-def load_record(path=None) -> dict:
-    """The committed record (:data:`RECORD_FILE`, package data) or the one at ``path``."""
+def load_record(path=None, *, four_hosts: bool = False) -> dict:
+    """The committed record (:data:`RECORD_FILE`, or :data:`FOUR_HOST_RECORD_FILE` with ``four_hosts``; package
+    data) or the one at ``path``."""
     if path is None:
-        return json.loads(resources.files("scaledl.comm").joinpath(RECORD_FILE).read_text())
+        name = FOUR_HOST_RECORD_FILE if four_hosts else RECORD_FILE
+        return json.loads(resources.files("scaledl.comm").joinpath(name).read_text())
     return json.loads(Path(path).read_text())
+
+
+def algorithm_order(run_: dict, predicted=None, *, algorithms=("ring", "recursive_doubling", "rabenseifner")):
+    """Per message size, the algorithms from fastest to slowest as measured and as the simulator predicts.
+
+    Returns a list of ``(nbytes, measured_order, simulated_order, slowest_over_fastest_measured,
+    slowest_over_fastest_simulated)``; the orders are tuples of algorithm names. Sizes where a named algorithm
+    is missing are left out.
+
+    >>> rows = [{"nbytes": 8, "algorithm": a, "measured_s": m} for a, m in (("ring", 2.0), ("rabenseifner", 1.0))]
+    >>> algorithm_order({"rows": rows}, [1.5, 1.2], algorithms=("ring", "rabenseifner"))
+    [(8, ('rabenseifner', 'ring'), ('rabenseifner', 'ring'), 2.0, 1.25)]
+    """
+    if predicted is None:
+        predicted = predict(run_)
+    by_size: dict[int, dict[str, tuple[float, float]]] = {}
+    for row, sim in zip(run_["rows"], predicted, strict=True):
+        if row["algorithm"] in algorithms:
+            by_size.setdefault(row["nbytes"], {})[row["algorithm"]] = (row["measured_s"], sim)
+    out = []
+    for n in sorted(by_size):
+        got = by_size[n]
+        if set(got) != set(algorithms):
+            continue
+        measured = tuple(sorted(got, key=lambda a: got[a][0]))
+        simulated = tuple(sorted(got, key=lambda a: got[a][1]))
+        out.append((n, measured, simulated, got[measured[-1]][0] / got[measured[0]][0],
+                    got[simulated[-1]][1] / got[simulated[0]][1]))
+    return out
+
+
+def order_table(run_: dict, predicted=None, *, tie: float = 0.10) -> str:
+    """:func:`algorithm_order` as text: per size the measured and simulated order, and whether the simulator
+    named the slowest algorithm, where the measured slowest is more than ``tie`` (a fraction) behind the fastest;
+    closer than that the measured order is within this emulated network's repeat-to-repeat noise and is not
+    scored ("tie")."""
+    short = {"ring": "ring", "recursive_doubling": "rd", "rabenseifner": "rab"}
+    lines = [f"{'size':>8}  {'measured, fastest first':<24}  {'netsim, fastest first':<24}  "
+             f"{'slowest/fastest meas':>20}  {'sim':>5}  slowest named"]
+    for n, meas, sim, q_meas, q_sim in algorithm_order(run_, predicted):
+        verdict = "tie" if q_meas - 1 <= tie else ("yes" if meas[-1] == sim[-1] else "no")
+        lines.append(f"{size_label(n):>8}  {' < '.join(short[a] for a in meas):<24}  "
+                     f"{' < '.join(short[a] for a in sim):<24}  {q_meas:>20.2f}  {q_sim:>5.2f}  {verdict}")
+    return "\n".join(lines)
 
 
 def size_label(nbytes: int) -> str:
