@@ -118,6 +118,32 @@ def make_spmv(bug=None):
     return spmv_launch
 
 
+def make_racy_spmv(sync: bool):
+    """Lab 04's Task 2.1 with each row's sum handed to its neighbour thread through shared memory: without the
+    barrier (``sync`` False) the neighbour may read the slot before it is written, a race whose values can
+    still come out right on the simulator."""
+    assert THREADS % 2 == 0
+
+    @cuda.jit
+    def kernel(indptr, indices, data, x, y):
+        slot = cuda.shared.array(THREADS, float32)
+        t, row = cuda.threadIdx.x, cuda.grid(1)
+        acc = float32(0.0)
+        if row < y.shape[0]:
+            for j in range(indptr[row], indptr[row + 1]):
+                acc += data[j] * x[indices[j]]
+        slot[t] = acc
+        if sync:
+            cuda.syncthreads()
+        if (row ^ 1) < y.shape[0]:
+            y[row ^ 1] = slot[t ^ 1]
+
+    def spmv_launch(indptr, indices, data, x, y):
+        kernel[(y.shape[0] + THREADS - 1) // THREADS, THREADS](indptr, indices, data, x, y)
+
+    return spmv_launch
+
+
 def printed(run) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), warnings.catch_warnings():
@@ -374,3 +400,20 @@ def test_a_deadlock_ends_the_check_and_the_judge_with_its_message_not_a_hang():
     with pytest.raises(AssertionError, match=r"^Task 1\.1 \(copy\): \[barrier\] deadlock in `copy_or_hang`") as err:
         judge_kernel_runs(out, "dst0", np.arange(3.0), 0.0, title="Task 1.1 (copy)")
     assert hint("sanitizer", "barrier") in str(err.value)
+
+
+def test_lab04_s_judge_runs_the_spmv_under_the_race_checker_as_its_check_does():
+    # the grader's Task 2.1 produce runs the student's launch under sanitize() and its judge fails a race with
+    # the sanitizer's words even where the values are right: the same decision as check_spmv in the notebook
+    launch = make_racy_spmv(sync=False)
+    check = printed(lambda out: S.check_spmv(launch, report=out))
+    judge = judged("lab04", "task_2_1", {"make_spmv_kernel": make_racy_spmv, "spmv_launch": launch})
+    text = hint("sanitizer", "race")
+    assert f"Hint: {text}" in check
+    assert text in judge[:FEEDBACK_CHARS] and "race" in judge.split("Hint")[0].lower()
+    task = get("lab04", "task_2_1")
+    inp = exchange.roundtrip(task.make_inputs(np.random.default_rng(0)))
+    fixed = make_racy_spmv(sync=True)
+    out = exchange.roundtrip(task.produce({"make_spmv_kernel": make_racy_spmv, "spmv_launch": fixed}, inp))
+    assert all(out[k] == [] for k in out if k.startswith("findings")) and any(k.startswith("findings") for k in out)
+    task.judge(inp, out)  # with the barrier: no finding, right values, passes

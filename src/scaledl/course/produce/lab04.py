@@ -56,14 +56,35 @@ def _launch_poisoned(launch, args, rows):
 
 
 def _spmv_produce(ns, inp):
+    """Two poisoned runs of the student's launch per case (results that differ reveal a race); on the simulator
+    both run under :func:`scaledl.kernels.sanitizer.sanitize`, as the notebook's ``check_spmv`` does, and
+    ``findings{i}`` lists what it found as plain data (at most MAX_FINDINGS, each message cut to MAX_MESSAGE
+    characters). A launch it stopped at a barrier some threads never reach hands back the findings alone."""
+    import contextlib
+
+    from scaledl import device
+    from scaledl.course.produce.lab01 import MAX_FINDINGS, MAX_MESSAGE
+
     launch = student(ns, "spmv_launch")
     out = {}
     for i in case_indices(inp):
         args = tuple(inp[f"{name}{i}"] for name in ("indptr", "indices", "data", "x"))
-        try:  # two runs: results that differ reveal a race
-            out[f"y{i}"] = np.stack([_launch_poisoned(launch, args, args[0].size - 1) for _ in range(2)])
+        watch, deadlock = contextlib.nullcontext(), ()
+        if device.backend() == "simulator":
+            from scaledl.kernels.sanitizer import KernelDeadlock, sanitize
+
+            watch, deadlock = sanitize(), (KernelDeadlock,)
+        report = None
+        try:
+            with watch as report:
+                out[f"y{i}"] = np.stack([_launch_poisoned(launch, args, args[0].size - 1) for _ in range(2)])
         except IndexError as err:
             out[f"error{i}"] = f"IndexError: {err}"[:200]
+        except deadlock:
+            out.pop(f"y{i}", None)  # stopped half-way: its buffers say nothing
+        if report is not None:
+            out[f"findings{i}"] = [{"kind": str(f.kind), "message": str(f)[:MAX_MESSAGE]}
+                                   for f in report.findings[:MAX_FINDINGS]]
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from scaledl.course.produce.lab04 import GUARD, PRODUCE, case_indices
 from scaledl.course.tasks import Task, array, first_mismatch
+from scaledl.course.tasks.lab01 import SANITIZER
 from scaledl.labs.hints import hint, with_hints
 
 SPARSITY = "scaledl.sparsity"
@@ -202,12 +203,19 @@ def _spmv_inputs(rng):
 
 
 def _spmv_judge(inp, out):
+    from scaledl.labs.kernel_verdict import kernel_verdict, read_findings
     from scaledl.labs.sparse_checks import spmv_spec, spmv_tolerance
 
     t = "Task 2.1"
     for i in case_indices(inp):
         args = tuple(inp[f"{name}{i}"] for name in ("indptr", "indices", "data", "x"))
         rows, title = args[0].size - 1, f"{t}: {inp['label'][i]}"
+        findings, malformed = read_findings(out.get(f"findings{i}"))
+        if malformed:
+            raise AssertionError(f"{title}: {malformed}")
+        if findings:  # the sanitizer's words lead, as in the notebook's check_spmv (values right or not)
+            verdict = kernel_verdict([], spmv_spec(*args), 0.0, findings=findings)
+            raise AssertionError(with_hints(f"{title}: {verdict.headline}", verdict.hints))
         if f"error{i}" in out:
             raise AssertionError(with_hints(f"{title}: the kernel indexed outside an array "
                                             f"({str(out[f'error{i}'])[:200]})", [hint("kernel", "out_of_bounds")]))
@@ -328,7 +336,8 @@ TASKS = (
     Task("task_1_3", "Task 1.3", ("compress_24",), _compress_inputs, PRODUCE["task_1_3"], _compress_judge,
          local_seed=150403, forbidden_modules=(SPARSITY,)),
     Task("task_2_1", "Task 2.1", ("make_spmv_kernel", "spmv_launch"), _spmv_inputs, PRODUCE["task_2_1"], _spmv_judge,
-         local_seed=150404, forbidden_modules=(SPARSITY, "scaledl.kernels", "scipy.sparse"), requires_kernel=True),
+         local_seed=150404, forbidden_modules=(SPARSITY, "scaledl.kernels", "scipy.sparse"), requires_kernel=True,
+         needs=SANITIZER),
     Task("task_3_1", "Task 3.1", ("prune_mlp",), _network_inputs, PRODUCE["task_3_1"], _pruned_judge,
          local_seed=150405, forbidden=("scaledl.sparsity.prune_and_retrain", "scaledl.sparsity.prune_masks",
                                        "scaledl.sparsity.magnitude_mask", "scaledl.sparsity.score_mask",
