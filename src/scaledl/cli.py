@@ -6,6 +6,7 @@
     scaledl book list [--validated] the notebooks of the book, one path a line
     scaledl book html [--out DIR]   a static HTML copy of the book
     scaledl book set-repository URL point book.toml and every setup cell at an instructor's fork
+    scaledl book hub-links HUB      nbgitpuller links that open every chapter and lab on a JupyterHub
     scaledl book workspace [--dir D] [--reset NB] [--notices-after-start]  the reader's copy `make lab` opens
     scaledl book readme             rewrite the README's table of chapters and labs from book.toml
     scaledl book journey [--write] [NAME...]  each notebook's opening and "where next" cells, folded answers
@@ -113,6 +114,21 @@ def _book_command(args) -> int:
             else:
                 print("\n".join(report.lines(folder)))
         return 0
+    if args.book_command == "hub-links":
+        from pathlib import Path
+
+        from scaledl.book.hub_links import links_markdown
+
+        text = links_markdown(book, args.hub_url, repository=args.repository, branch=args.branch, app=args.app)
+        if "YOUR-ORG" in (args.repository or book.repository):
+            print("note: book.toml still names the template repository; run `scaledl book set-repository URL` "
+                  "with your course's fork first (or pass --repository)", file=sys.stderr)
+        if args.out:
+            Path(args.out).write_text(text)
+            print(f"wrote {args.out}")
+        else:
+            print(text, end="")
+        return 0
     if args.book_command == "set-repository":
         from scaledl.book.repository import set_repository
 
@@ -198,6 +214,15 @@ def build_parser() -> argparse.ArgumentParser:
     ws.add_argument("--notices-after-start", action="store_true",
                     help="print the notices (files kept, outputs replaced) once the JupyterLab serving the copy "
                          "has printed its start-up lines, where they stay in sight (make lab)")
+    hub = bsub.add_parser("hub-links", help="nbgitpuller links that open every chapter and lab on a JupyterHub "
+                                            "(markdown, one per notebook)")
+    hub.add_argument("hub_url", help="the JupyterHub's address, e.g. https://hub.example.edu")
+    hub.add_argument("--repository", help="the repository students clone: the students' copy (`scaledl course "
+                                          "release`, pushed to git), which has no solutions (default: book.toml's)")
+    hub.add_argument("--branch", default="main", help="its branch (default main)")
+    hub.add_argument("--app", default="lab", choices=("lab", "classic"), help="JupyterLab (default) or the classic "
+                                                                              "notebook")
+    hub.add_argument("--out", help="write the markdown here instead of printing it")
     repo = bsub.add_parser("set-repository", help="set the repository URL in book.toml and the setup cells")
     repo.add_argument("url", help="https://github.com/ORG/REPO of your fork")
     course = sub.add_parser("course", help="run a course: release the student bundle, grade submitted labs")
