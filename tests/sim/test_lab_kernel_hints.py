@@ -118,10 +118,12 @@ def make_spmv(bug=None):
     return spmv_launch
 
 
-def make_racy_spmv(sync: bool):
+def make_racy_spmv(sync: bool, *, all_write: bool = True):
     """Lab 04's Task 2.1 with each row's sum handed to its neighbour thread through shared memory: without the
     barrier (``sync`` False) the neighbour may read the slot before it is written, a race whose values can
-    still come out right on the simulator."""
+    still come out right on the simulator. With ``all_write`` False only the threads that own a row fill their
+    slot, so with an odd number of rows the thread past the last row reads a slot nobody wrote (and drops it: the
+    values stay right)."""
     assert THREADS % 2 == 0
 
     @cuda.jit
@@ -132,11 +134,13 @@ def make_racy_spmv(sync: bool):
         if row < y.shape[0]:
             for j in range(indptr[row], indptr[row + 1]):
                 acc += data[j] * x[indices[j]]
-        slot[t] = acc
+        if all_write or row < y.shape[0]:
+            slot[t] = acc
         if sync:
             cuda.syncthreads()
+        mine = slot[t ^ 1]  # the neighbour's sum (read by every thread, as a cache would load it)
         if (row ^ 1) < y.shape[0]:
-            y[row ^ 1] = slot[t ^ 1]
+            y[row ^ 1] = mine
 
     def spmv_launch(indptr, indices, data, x, y):
         kernel[(y.shape[0] + THREADS - 1) // THREADS, THREADS](indptr, indices, data, x, y)
@@ -417,3 +421,12 @@ def test_lab04_s_judge_runs_the_spmv_under_the_race_checker_as_its_check_does():
     out = exchange.roundtrip(task.produce({"make_spmv_kernel": make_racy_spmv, "spmv_launch": fixed}, inp))
     assert all(out[k] == [] for k in out if k.startswith("findings")) and any(k.startswith("findings") for k in out)
     task.judge(inp, out)  # with the barrier: no finding, right values, passes
+
+
+def test_a_read_of_shared_memory_nobody_wrote_is_named_by_the_check_and_the_judge():
+    launch = make_racy_spmv(sync=True, all_write=False)
+    check = printed(lambda out: S.check_spmv(launch, report=out))
+    judge = judged("lab04", "task_2_1", {"make_spmv_kernel": make_racy_spmv, "spmv_launch": launch})
+    text = hint("sanitizer", "uninitialized")
+    assert f"Hint: {text}" in check, check
+    assert text in judge[:FEEDBACK_CHARS], judge
