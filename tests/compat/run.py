@@ -6,7 +6,9 @@ Two fresh virtual environments under ``.venv-compat/`` (kept between runs; pip's
     every runtime dependency at its floor (``compat/lowest.txt``, equal to pyproject.toml's floors; a unit test
     keeps them equal), then the unit and simulator tiers and three notebooks under nbval.
 ``hosted``
-    the packages Google Colab's GPU image preinstalls (``compat/colab-gpu-*.txt``, dated), then the book's wheel
+    on Python 3.13, the image's own interpreter (:data:`INTERPRETERS`; ``lowest`` runs on the oldest Python
+    pyproject.toml allows, 3.11), the packages Google Colab's GPU image preinstalls (``compat/colab-gpu-*.txt``,
+    dated), then the book's wheel
     installed as a notebook's setup cell does (``pip install <the package>``, no constraints). The install must
     add packages only: an image package it upgrades or downgrades fails the run, naming it. Then chapters 00
     and 04 and lab 02 run on the simulator under nbval with the image's IPython, ipykernel and ipywidgets, and
@@ -73,13 +75,50 @@ def run(cmd: list, **kw) -> None:
     subprocess.run([str(c) for c in cmd], check=True, cwd=kw.pop("cwd", ROOT), **kw)
 
 
+# The interpreter each step runs on: the hosted image's own (Colab's GPU image runs Python 3.13), and the
+# oldest the book supports (pyproject's requires-python) for the floors. Found through SCALEDL_COMPAT_PYTHON
+# ("3.13=/path/to/python3.13,3.11=/path/to/python3.11") or pyenv's versions; where one is missing the step is
+# skipped with the reason, and fails instead under SCALEDL_REQUIRE_COMPAT_PYTHONS=1 (CI).
+INTERPRETERS = {"lowest": "3.11", "hosted": "3.13"}
+
+
+class Skipped(Exception):
+    """A step that cannot run on this machine (its interpreter is missing)."""
+
+
+def find_python(version: str) -> Path | None:
+    """An interpreter ``python<version>``: from SCALEDL_COMPAT_PYTHON, else pyenv's newest ``<version>.*``."""
+    for item in filter(None, os.environ.get("SCALEDL_COMPAT_PYTHON", "").split(",")):
+        want, _, path = item.partition("=")
+        if want.strip() == version and path.strip():
+            return Path(path.strip())
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted((p for p in root.glob(f"{version}.*") if (p / "bin" / f"python{version}").is_file()),
+                   key=lambda p: [int(x) if x.isdigit() else -1 for x in p.name.split(".")])
+    return found[-1] / "bin" / f"python{version}" if found else None
+
+
+def interpreter(step: str) -> Path:
+    version = INTERPRETERS.get(step)
+    if version is None:
+        return Path(sys.executable)
+    py = find_python(version)
+    if py is None or not py.is_file():
+        raise Skipped(f"Python {version} not found (pyenv install {version}, or SCALEDL_COMPAT_PYTHON="
+                      f"'{version}=/path/to/python{version}')")
+    return py
+
+
 def venv(name: str) -> Path:
-    """A fresh virtual environment ``.venv-compat/<name>``; returns its python."""
+    """A fresh virtual environment ``.venv-compat/<name>`` on the step's interpreter; returns its python."""
+    base = interpreter(name)
     path = VENVS / name
     if path.exists():
         subprocess.run(["rm", "-rf", str(path)], check=True)
-    run([sys.executable, "-m", "venv", path])
-    return path / "bin" / "python"
+    run([base, "-m", "venv", path])
+    py = path / "bin" / "python"
+    run([py, "-c", "import sys, platform; print('interpreter:', platform.python_version(), sys.executable)"])
+    return py
 
 
 def freeze(py: Path) -> dict[str, str]:
@@ -174,6 +213,10 @@ def main(argv: list[str]) -> int:
         try:
             globals()[step]()
             verdict = "passed"
+        except Skipped as why:
+            verdict = f"SKIPPED: {why}"
+            if os.environ.get("SCALEDL_REQUIRE_COMPAT_PYTHONS") == "1":
+                verdict, failed = f"FAILED (required by SCALEDL_REQUIRE_COMPAT_PYTHONS=1): {why}", failed + [step]
         except (subprocess.CalledProcessError, SystemExit) as err:  # report it, and still run the other step
             verdict, failed = f"FAILED ({err})", failed + [step]
         print(f"test-compat {step}: {verdict} in {time.monotonic() - start:.0f} s", flush=True)
