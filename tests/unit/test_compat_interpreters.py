@@ -1,4 +1,4 @@
-"""tests/compat/run.py finds the interpreter each step needs (Colab's Python 3.13, the oldest allowed, 3.11), and
+"""tests/compat/run.py finds the interpreter each step needs (Colab's Python 3.13; 3.11 for the floors), and
 a missing one is a skip with its reason, or a failure where CI requires it (SCALEDL_REQUIRE_COMPAT_PYTHONS=1)."""
 
 import importlib.util
@@ -14,10 +14,11 @@ run = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run)
 
 
-def test_the_steps_run_on_colab_s_interpreter_and_the_oldest_allowed():
+def test_the_steps_run_on_colab_s_interpreter_and_the_oldest_the_test_tools_allow():
     assert run.INTERPRETERS["hosted"] == "3.13"
     floor = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text()).group(1)
-    assert run.INTERPRETERS["lowest"] == floor
+    # 3.10 stays allowed (Gradescope's Ubuntu 22.04 images); the floors' test tools need 3.11
+    assert (floor, run.INTERPRETERS["lowest"]) == ("3.10", "3.11")
 
 
 def test_found_through_the_variable_or_pyenv(tmp_path, monkeypatch):
