@@ -77,8 +77,9 @@ def run(cmd: list, **kw) -> None:
 # The interpreter each step runs on: the hosted image's own (Colab's GPU image runs Python 3.13), and 3.11 for
 # the floors. pyproject's requires-python still allows 3.10, for the grader's runtime on Gradescope's Ubuntu
 # 22.04 images (python3 is 3.10 there), but the floors' test tools (import-linter 2.17) need 3.11. Found
-# through SCALEDL_COMPAT_PYTHON ("3.13=/path/to/python3.13,3.11=/path/to/python3.11") or pyenv's versions; where one is missing the step is
-# skipped with the reason, and fails instead under SCALEDL_REQUIRE_COMPAT_PYTHONS=1 (CI).
+# through SCALEDL_COMPAT_PYTHON ("3.13=/path/to/python3.13,3.11=/path/to/python3.11") or pyenv's versions;
+# where one is missing the step is skipped with the reason, and fails instead under
+# SCALEDL_REQUIRE_COMPAT_PYTHONS=1 (CI).
 INTERPRETERS = {"lowest": "3.11", "hosted": "3.13"}
 
 

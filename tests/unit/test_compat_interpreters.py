@@ -42,6 +42,8 @@ def test_a_missing_interpreter_skips_or_fails_as_required(tmp_path, monkeypatch,
         run.interpreter("hosted")
     assert run.interpreter("newest") == Path(sys.executable)
     monkeypatch.delenv("SCALEDL_REQUIRE_COMPAT_PYTHONS", raising=False)
-    assert run.main(["hosted"]) == 0 and "test-compat hosted: SKIPPED: Python 3.13 not found" in capsys.readouterr().out
+    assert run.main(["hosted"]) == 0
+    assert "test-compat hosted: SKIPPED: Python 3.13 not found" in capsys.readouterr().out
     monkeypatch.setenv("SCALEDL_REQUIRE_COMPAT_PYTHONS", "1")
-    assert run.main(["hosted"]) == 1 and "FAILED (required by SCALEDL_REQUIRE_COMPAT_PYTHONS=1)" in capsys.readouterr().out
+    assert run.main(["hosted"]) == 1
+    assert "FAILED (required by SCALEDL_REQUIRE_COMPAT_PYTHONS=1)" in capsys.readouterr().out
