@@ -6,12 +6,12 @@ Two fresh virtual environments under ``.venv-compat/`` (kept between runs; pip's
     every runtime dependency at its floor (``compat/lowest.txt``, equal to pyproject.toml's floors; a unit test
     keeps them equal), then the unit and simulator tiers and three notebooks under nbval.
 ``hosted``
-    on Python 3.13, the image's own interpreter (:data:`INTERPRETERS`; ``lowest`` runs on 3.11), the packages Google Colab's GPU image preinstalls (``compat/colab-gpu-*.txt``,
-    dated), then the book's wheel
-    installed as a notebook's setup cell does (``pip install <the package>``, no constraints). The install must
-    add packages only: an image package it upgrades or downgrades fails the run, naming it. Then chapters 00
-    and 04 and lab 02 run on the simulator under nbval with the image's IPython, ipykernel and ipywidgets, and
-    the dependency-drift probes run on the image's ml_dtypes, NumPy and numba-cuda.
+    on Python 3.13, the image's own interpreter (:data:`INTERPRETERS`; ``lowest`` runs on 3.11), the packages
+    Google Colab's GPU image preinstalls (``compat/colab-gpu-*.txt``, dated), then the book's wheel installed as
+    a notebook's setup cell does (``pip install <the package>``, no constraints). The install must add packages
+    only: an image package it upgrades or downgrades fails the run, naming it. Then chapters 00 and 04 and lab 02
+    run on the simulator under nbval with the image's IPython, ipykernel and ipywidgets, and the
+    dependency-drift probes run on the image's ml_dtypes, NumPy and numba-cuda.
 ``newest``
     the newest release of every dependency pinned by a floor only (ml_dtypes, NumPy, Numba, numba-cuda), taken
     on purpose (``pip install --upgrade``), whatever an older ``.venv`` holds: the dependency-drift probes
