@@ -65,7 +65,10 @@ A100_SXM = SMLimits("A100 SXM", n_sms=108, max_threads=2048, max_blocks=32, regi
 #   cc 7.5: 1024 threads (32 warps), 16 blocks, 64 KB shared memory per SM, 64 KB per block.
 #   cc 8.6: 1536 threads (48 warps), 16 blocks, 100 KB per SM, 99 KB per block.
 #   cc 8.9: 1536 threads (48 warps), 24 blocks, 100 KB per SM, 99 KB per block.
-#   cc 12.0: 1536 threads (48 warps), 32 blocks, 128 KB per SM, 99 KB per block.
+#   cc 12.0: 1536 threads (48 warps), 32 blocks, 100 KB per SM, 99 KB per block.
+# The same figures are in NVIDIA's CUDA C++ Core Libraries (CCCL), cuda/__device/arch_traits.h (2025), whose
+# per-architecture traits (max_shared_memory_per_multiprocessor, max_blocks_per_multiprocessor,
+# max_threads_per_multiprocessor, reserved_shared_memory_per_block) they were checked against.
 # SM counts are facts of the named product (NVIDIA product data sheets): T4 40, A10 72, L4 58, RTX PRO 6000
 # Blackwell 188 (24,064 CUDA cores at 128 a SM).
 T4 = SMLimits("T4", n_sms=40, max_threads=1024, max_blocks=16, registers=65536, max_registers_per_thread=255,
@@ -75,7 +78,7 @@ A10 = SMLimits("A10", n_sms=72, max_threads=1536, max_blocks=16, registers=65536
 L4 = SMLimits("L4", n_sms=58, max_threads=1536, max_blocks=24, registers=65536, max_registers_per_thread=255,
               shared_bytes=99 * 1024, max_shared_per_block=99 * 1024, arch="sm_89")
 RTX_PRO_6000 = SMLimits("RTX PRO 6000 Blackwell", n_sms=188, max_threads=1536, max_blocks=32, registers=65536,
-                        max_registers_per_thread=255, shared_bytes=127 * 1024, max_shared_per_block=99 * 1024,
+                        max_registers_per_thread=255, shared_bytes=99 * 1024, max_shared_per_block=99 * 1024,
                         arch="sm_120")
 H100_SXM = dataclasses.replace(H100_SXM, arch="sm_90")
 A100_SXM = dataclasses.replace(A100_SXM, arch="sm_80")
