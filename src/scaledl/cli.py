@@ -277,8 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = kernels.add_subparsers(dest="kernels_command", required=True).add_parser(
         "report", help="registers, spills, shared memory, occupancy and the inner loop of each kernel (PTX, "
                        "ptxas -v, SASS), and the GEMM model's predictions")
-    report.add_argument("--arch", default="sm_90", choices=("sm_80", "sm_90"), help="sm_90: H100/H200 (default); "
-                                                                                    "sm_80: A100")
+    report.add_argument("--arch", default="sm_90", choices=("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_120"),
+                        help="sm_90: H100/H200 (default); sm_75: T4; sm_80: A100; sm_86: A10, RTX 30; "
+                             "sm_89: L4, RTX 40; sm_120: RTX PRO 6000 Blackwell, RTX 50")
     report.add_argument("--only", nargs="+", metavar="NAME", help="these kernels (default: all; --list names them)")
     report.add_argument("--save", metavar="DIR", help="also write each kernel's PTX, ptxas -v output and SASS")
     report.add_argument("--list", action="store_true", help="print the kernels' names and exit")

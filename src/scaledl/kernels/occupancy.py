@@ -20,6 +20,7 @@ a launch keeps busy, and all three can be computed without a GPU:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -38,6 +39,9 @@ class SMLimits:
     max_registers_per_thread: int
     shared_bytes: int  # shared memory a block may use in total on one SM (after the carve-out)
     warp_size: int = 32
+    max_shared_per_block: int | None = None  # the most one block may take (None: shared_bytes)
+    reserved_shared_per_block: int = 1024  # shared memory the driver keeps per block (1 KB on cc 8.0 and later)
+    arch: str = ""
 
 
 # H100 SXM5 (compute capability 9.0). SM count: NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022),
@@ -52,6 +56,48 @@ H100_SXM = SMLimits("H100 SXM", n_sms=132, max_threads=2048, max_blocks=32, regi
 # 64 K registers (at most 255 per thread), 164 KB shared memory per SM of which 163 KB are available to blocks.
 A100_SXM = SMLimits("A100 SXM", n_sms=108, max_threads=2048, max_blocks=32, registers=65536,
                     max_registers_per_thread=255, shared_bytes=163 * 1024)
+
+
+# The parts students get. Per-SM limits from NVIDIA, CUDA C++ Programming Guide, release 13.x (2025), table
+# "Technical Specifications per Compute Capability": all six have 64 K 32-bit registers per SM, at most 255 per
+# thread and 1,024 threads per block. shared_bytes follows the convention of the two rows above: the SM's shared
+# memory less the 1 KB the driver reserves for a block (the guide: 8.x and later reserve 1 KB per block; 7.5 none).
+#   cc 7.5: 1024 threads (32 warps), 16 blocks, 64 KB shared memory per SM, 64 KB per block.
+#   cc 8.6: 1536 threads (48 warps), 16 blocks, 100 KB per SM, 99 KB per block.
+#   cc 8.9: 1536 threads (48 warps), 24 blocks, 100 KB per SM, 99 KB per block.
+#   cc 12.0: 1536 threads (48 warps), 32 blocks, 100 KB per SM, 99 KB per block.
+# The same figures are in NVIDIA's CUDA C++ Core Libraries (CCCL), cuda/__device/arch_traits.h (2025), whose
+# per-architecture traits (max_shared_memory_per_multiprocessor, max_blocks_per_multiprocessor,
+# max_threads_per_multiprocessor, reserved_shared_memory_per_block) they were checked against.
+# SM counts are facts of the named product (NVIDIA product data sheets): T4 40, A10 72, L4 58, RTX PRO 6000
+# Blackwell 188 (24,064 CUDA cores at 128 a SM).
+T4 = SMLimits("T4", n_sms=40, max_threads=1024, max_blocks=16, registers=65536, max_registers_per_thread=255,
+              shared_bytes=64 * 1024, max_shared_per_block=64 * 1024, reserved_shared_per_block=0, arch="sm_75")
+A10 = SMLimits("A10", n_sms=72, max_threads=1536, max_blocks=16, registers=65536, max_registers_per_thread=255,
+               shared_bytes=99 * 1024, max_shared_per_block=99 * 1024, arch="sm_86")
+L4 = SMLimits("L4", n_sms=58, max_threads=1536, max_blocks=24, registers=65536, max_registers_per_thread=255,
+              shared_bytes=99 * 1024, max_shared_per_block=99 * 1024, arch="sm_89")
+RTX_PRO_6000 = SMLimits("RTX PRO 6000 Blackwell", n_sms=188, max_threads=1536, max_blocks=32, registers=65536,
+                        max_registers_per_thread=255, shared_bytes=99 * 1024, max_shared_per_block=99 * 1024,
+                        arch="sm_120")
+H100_SXM = dataclasses.replace(H100_SXM, arch="sm_90")
+A100_SXM = dataclasses.replace(A100_SXM, arch="sm_80")
+# arch key (ptxas --gpu-name) -> the part whose row it is
+ARCHS: dict[str, SMLimits] = {sm.arch: sm for sm in (T4, A100_SXM, A10, L4, H100_SXM, RTX_PRO_6000)}
+
+
+def arch_of(compute_capability) -> str:
+    """``(7, 5)`` -> ``"sm_75"``; ``(12, 0)`` -> ``"sm_120"``."""
+    major, minor = (int(v) for v in compute_capability)
+    return f"sm_{major}{minor}"
+
+
+def compute_capability(arch: str) -> tuple[int, int]:
+    """``"sm_75"`` -> ``(7, 5)``; ``"sm_120"`` -> ``(12, 0)`` (the last digit is the minor version)."""
+    digits = arch.removeprefix("sm_")
+    if not digits.isdigit() or len(digits) < 2:
+        raise ValueError(f"arch={arch!r}: expected 'sm_' and the compute capability's digits, e.g. 'sm_75'")
+    return int(digits[:-1]), int(digits[-1])
 
 
 @dataclass(frozen=True)
@@ -84,9 +130,10 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
     if registers_per_thread > sm.max_registers_per_thread:
         raise ValueError(f"registers_per_thread={registers_per_thread} exceeds {sm.name}'s "
                          f"{sm.max_registers_per_thread}")
-    if shared_bytes_per_block > sm.shared_bytes:
-        raise ValueError(f"shared_bytes_per_block={shared_bytes_per_block} exceeds the {sm.shared_bytes} "
-                         f"bytes of shared memory of a {sm.name} SM")
+    if shared_bytes_per_block > min(sm.shared_bytes, sm.max_shared_per_block or sm.shared_bytes):
+        raise ValueError(f"shared_bytes_per_block={shared_bytes_per_block} exceeds the "
+                         f"{min(sm.shared_bytes, sm.max_shared_per_block or sm.shared_bytes)} bytes of shared "
+                         f"memory a block may have on a {sm.name}")
     warps_per_block = math.ceil(threads_per_block / sm.warp_size)  # a partial warp still takes a warp slot
     max_warps = sm.max_threads // sm.warp_size
     limits = {
@@ -154,5 +201,6 @@ def warp_load_sectors(stride_elements: int, element_bytes: int = 4, warp_size: i
     return len(sectors)
 
 
-__all__ = ["SMLimits", "H100_SXM", "A100_SXM", "Occupancy", "occupancy", "LaunchWaves", "launch_waves",
+__all__ = ["SMLimits", "H100_SXM", "A100_SXM", "T4", "A10", "L4", "RTX_PRO_6000", "ARCHS", "arch_of",
+           "compute_capability", "Occupancy", "occupancy", "LaunchWaves", "launch_waves",
            "warp_load_sectors"]

@@ -51,7 +51,7 @@ class ToolsMissing(RuntimeError):
 
 
 # The SM's limits per architecture. sm_90's (H100 SXM) are the H200's too: the same GH100 SM, 132 of them.
-ARCHS: dict[str, occ.SMLimits] = {"sm_90": occ.H100_SXM, "sm_80": occ.A100_SXM}
+ARCHS: dict[str, occ.SMLimits] = occ.ARCHS  # sm_75 (T4), sm_80, sm_86, sm_89, sm_90, sm_120: see occupancy.py
 # CUDA C++ Programming Guide, "Shared Memory" (compute capability 8.x and 9.0): the driver reserves 1 KB of
 # shared memory per block (Nsight Compute's "Driver Shared Memory Per Block", 1.02 KB, in after-ncu.txt).
 RESERVED_SHARED_BYTES_PER_BLOCK = 1024
@@ -214,7 +214,11 @@ def sm_occupancy(threads_per_block: int, registers: int, shared_bytes: int, sm: 
     per-block shared memory, which that function leaves out."""
     unit = REGISTERS_PER_THREAD_UNIT
     regs = min(-(-registers // unit) * unit, sm.max_registers_per_thread)
-    return occ.occupancy(threads_per_block, max(regs, 1), shared_bytes + RESERVED_SHARED_BYTES_PER_BLOCK, sm)
+    reserved = sm.reserved_shared_per_block if shared_bytes else 0
+    limit = sm.max_shared_per_block or sm.shared_bytes
+    if shared_bytes > limit:  # the per-block limit applies to what the kernel asks for, without the reservation
+        raise ValueError(f"shared_bytes={shared_bytes} exceeds the {limit} bytes a block may have on a {sm.name}")
+    return occ.occupancy(threads_per_block, max(regs, 1), shared_bytes + reserved, sm)
 
 
 def _assemble(name, row, arch, ptxas, nvdisasm, timeout_s) -> KernelReport:
@@ -289,7 +293,7 @@ def report(only=None, arch: str = "sm_90", *, save_dir: str | None = None,
     if unknown:
         raise UsageError(f"only: unknown kernel(s) {unknown}; expected names from {names}")
     ptxas, nvdisasm = _require_tools()
-    cc = (int(arch[3]), int(arch[4]))
+    cc = occ.compute_capability(arch)  # the PTX is generated for this target, then assembled for it
     with tempfile.TemporaryDirectory(prefix="scaledl-static-") as tmp:
         # a few compile processes (each imports numba-cuda, ~3 s), kernels dealt round-robin so the GEMMs spread
         procs = max(1, min(len(wanted), (os.cpu_count() or 1) // 2, 4))
