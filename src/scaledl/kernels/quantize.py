@@ -44,8 +44,9 @@ from numba import cuda
 from scaledl.numerics.formats import FloatFormat, get_format
 from scaledl.numerics.quantize import check_scale, exact_in_float32, narrow_to_float32
 
-__all__ = ["quantize_reference", "quantize_v4_bits", "bits_kernel", "quantize_fp8_bits", "BITS_THREADS_PER_BLOCK", "quantize_v1_arith", "quantize_v2_pow2", "quantize_v3_four", "VARIANTS",
-           "ELEMENTS_PER_TRIP", "launch_config", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
+__all__ = ["quantize_reference", "quantize_v4_bits", "bits_kernel", "quantize_fp8_bits", "BITS_THREADS_PER_BLOCK",
+           "quantize_v1_arith", "quantize_v2_pow2", "quantize_v3_four", "VARIANTS", "ELEMENTS_PER_TRIP",
+           "launch_config", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
 
 THREADS_PER_BLOCK = 128  # an elementwise kernel only needs enough warps per SM to hide memory latency
 
