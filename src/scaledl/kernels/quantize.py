@@ -44,8 +44,9 @@ from numba import cuda
 from scaledl.numerics.formats import FloatFormat, get_format
 from scaledl.numerics.quantize import check_scale, exact_in_float32, narrow_to_float32
 
-__all__ = ["quantize_reference", "quantize_v1_arith", "quantize_v2_pow2", "quantize_v3_four", "VARIANTS",
-           "ELEMENTS_PER_TRIP", "launch_config", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
+__all__ = ["quantize_reference", "quantize_v4_bits", "bits_kernel", "quantize_fp8_bits", "BITS_THREADS_PER_BLOCK",
+           "quantize_v1_arith", "quantize_v2_pow2", "quantize_v3_four", "VARIANTS", "ELEMENTS_PER_TRIP",
+           "launch_config", "quantize_into", "quantize_gpu", "THREADS_PER_BLOCK"]
 
 THREADS_PER_BLOCK = 128  # an elementwise kernel only needs enough warps per SM to hide memory latency
 
@@ -253,3 +254,91 @@ def quantize_gpu(x, fmt, *, scale: float = 1.0, saturate: bool = True, threads: 
     if s is not None and s != 1.0:
         out = (out * s).astype(np.float32)
     return out.reshape(np.shape(x))
+
+
+# ------------------------------------------------------------------------------------------- v4: bits
+BITS_THREADS_PER_BLOCK = 256
+U32 = np.uint32
+I32 = np.int32
+
+
+def bits_kernel(fmt: str = "e4m3", saturate: bool = True):
+    """v4 bits: what changed: no float arithmetic at all. The kernel receives the float32 input as its uint32 bit
+    pattern (a host-side view) and rounds it to an FP8 code with 32-bit integer operations only (the algorithm of
+    :func:`scaledl.numerics.fp8_bits.fp8_bits_model`, bit-exact with ml_dtypes), writes one byte an element, and
+    counts its grid-stride loop in int32. The format's constants are compile-time constants of the kernel (one
+    kernel a format and overflow rule, cached).
+
+    Raises:
+        ValueError, TypeError: as :func:`scaledl.numerics.fp8_bits.fp8_params`.
+    """
+    from scaledl.numerics.fp8_bits import fp8_params
+
+    key = (fmt, bool(saturate))
+    if key not in _BITS_KERNELS:
+        _BITS_KERNELS[key] = _make_bits_kernel(fp8_params(fmt, saturate))
+    return _BITS_KERNELS[key]
+
+
+_BITS_KERNELS: dict = {}
+
+
+def _make_bits_kernel(p):
+    SHIFT, HALF, REBIAS, MIN_NORMAL = U32(p.shift), U32(p.half), U32(p.rebias), U32(p.min_normal)
+    SUB_BASE, SUB_CAP = U32(p.sub_base), U32(p.sub_base - 1)
+    MAX_CODE, OVERFLOW, NAN = U32(p.max_code), U32(p.overflow_code), U32(p.nan_code)
+    ONE, C23, C24, C31 = U32(1), U32(23), U32(24), U32(31)
+    ABS, MANT, IMPLICIT, INF, SIGNBIT = U32(0x7FFFFFFF), U32(0x7FFFFF), U32(0x800000), U32(0x7F800000), U32(0x80)
+
+    @cuda.jit
+    def quantize_v4_bits(x, out):
+        """v4: float32 bits -> FP8 code in 32-bit integer operations, int32 grid-stride loop, a byte out."""
+        i = I32(cuda.threadIdx.x) + I32(cuda.blockIdx.x) * I32(cuda.blockDim.x)
+        stride = I32(cuda.gridDim.x) * I32(cuda.blockDim.x)
+        n = I32(x.size)
+        while i < n:
+            u = x[i]
+            a = u & ABS
+            r = ((a + HALF + ((a >> SHIFT) & ONE)) >> SHIFT) - REBIAS  # normal: round to nearest even, rebias
+            if a < MIN_NORMAL:  # subnormal result: shift the significand (implicit bit set) by s <= 31
+                sig = (a & MANT) | IMPLICIT
+                s = min(SUB_BASE - min(a >> C23, SUB_CAP), C31)
+                r = (sig + ((ONE << (s - ONE)) - ONE) + ((sig >> s) & ONE)) >> s
+            if r > MAX_CODE:  # beyond the largest finite code, inf included
+                r = OVERFLOW
+            if a > INF:
+                r = NAN
+            out[i] = U8(r | ((u >> C24) & SIGNBIT))
+            i += stride
+
+    return quantize_v4_bits
+
+
+U8 = np.uint8
+quantize_v4_bits = bits_kernel("e4m3")  # the kernel table's entry: e4m3fn, saturating
+
+
+def quantize_fp8_bits(x, fmt: str = "e4m3", *, saturate: bool = True, threads: int = BITS_THREADS_PER_BLOCK):
+    """FP8 codes (uint8, ml_dtypes' float8_e4m3fn / float8_e5m2 bit patterns) of a float32 array, by
+    :func:`bits_kernel`'s kernel (v4); ``saturate`` as in :func:`scaledl.numerics.fp8_bits.fp8_params`.
+    ``out.view(ml_dtypes.float8_e4m3fn)`` reads them as numbers.
+
+    Raises:
+        TypeError: ``x`` not float32 (the kernel rounds a float32 once; narrow wider input first).
+        ValueError: an unknown format, a thread count that is not a positive int, or more than 2**31 - 1 elements
+            (the kernel's indices are int32).
+    """
+    kernel = bits_kernel(fmt, saturate)
+    arr = np.asarray(x)
+    if arr.dtype != np.float32:
+        raise TypeError(f"x must be a float32 array, got {arr.dtype}")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    if arr.size > np.iinfo(np.int32).max:
+        raise ValueError(f"x has {arr.size} elements; the kernel's int32 indices reach {np.iinfo(np.int32).max}")
+    bits = np.ascontiguousarray(arr).reshape(-1).view(np.uint32)
+    out = np.full(bits.shape, 0x55, dtype=np.uint8)  # poisoned: 0x55 is a code no element of the tests maps to
+    if bits.size:
+        blocks = min((bits.size + threads - 1) // threads, 132 * 16)  # a grid-stride loop: a few waves at most
+        kernel[blocks, int(threads)](bits, out)
+    return out.reshape(arr.shape)
