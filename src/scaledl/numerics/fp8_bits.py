@@ -18,7 +18,7 @@ The sign bit is ORed back in, so -0.0 gives 0x80.
 >>> import numpy as np
 >>> x = np.array([1.0625, 1.1875, 500.0, -0.3, np.inf, -0.0], np.float32)
 >>> [hex(c) for c in fp8_bits_model(x.view(np.uint32), "e4m3")]
-['0x38', '0x3a', '0x7e', '0xb5', '0x7e', '0x80']
+['0x38', '0x3a', '0x7e', '0xaa', '0x7e', '0x80']
 """
 
 from __future__ import annotations
