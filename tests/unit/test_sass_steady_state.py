@@ -1,8 +1,9 @@
-"""steady_state and int64_instructions on small handmade SASS (scaledl.kernels.sass)."""
+"""steady_state and int64_instructions on small handmade SASS (scaledl.kernels.sass_steady)."""
 
 import pytest
 
-from scaledl.kernels.sass import int64_instructions, parse_sass, steady_state
+from scaledl.kernels.sass import parse_sass
+from scaledl.kernels.sass_steady import int64_instructions, steady_state
 
 
 def _sass(lines: str) -> str:

@@ -57,9 +57,7 @@ GOAL = 0.25
 GOAL_FROM_B = 1 << 16
 GOAL_ALGORITHMS = ("ring", "rabenseifner")
 RECORD_FILE = "cluster_record_emulated.json"  # package data of scaledl.comm: what chapter 14 prints
-# Four emulated hosts (one and two ranks each): at p = 2 every one-rank-per-host all-reduce is a single pairwise
-# exchange, so the algorithms only differ, and their order only tests the simulator, from three hosts up.
-FOUR_HOST_RECORD_FILE = "cluster_record_emulated_4hosts.json"
+FOUR_HOST_RECORD_FILE = "cluster_record_emulated_4hosts.json"  # 4 hosts: where the flat algorithms differ
 
 
 # -- inside MPI ---------------------------------------------------------------------------------------------
@@ -240,11 +238,8 @@ def load_record(path=None, *, four_hosts: bool = False) -> dict:
 
 
 def algorithm_order(run_: dict, predicted=None, *, algorithms=("ring", "recursive_doubling", "rabenseifner")):
-    """Per message size, the algorithms from fastest to slowest as measured and as the simulator predicts.
-
-    Returns a list of ``(nbytes, measured_order, simulated_order, slowest_over_fastest_measured,
-    slowest_over_fastest_simulated)``; the orders are tuples of algorithm names. Sizes where a named algorithm
-    is missing are left out.
+    """Per size, ``(nbytes, measured_order, simulated_order, slowest/fastest measured, slowest/fastest simulated)``,
+    orders fastest first (tuples of names); sizes missing one of ``algorithms`` are left out.
 
     >>> rows = [{"nbytes": 8, "algorithm": a, "measured_s": m} for a, m in (("ring", 2.0), ("rabenseifner", 1.0))]
     >>> algorithm_order({"rows": rows}, [1.5, 1.2], algorithms=("ring", "rabenseifner"))
@@ -269,10 +264,8 @@ def algorithm_order(run_: dict, predicted=None, *, algorithms=("ring", "recursiv
 
 
 def order_table(run_: dict, predicted=None, *, tie: float = 0.10) -> str:
-    """:func:`algorithm_order` as text: per size the measured and simulated order, and whether the simulator
-    named the slowest algorithm, where the measured slowest is more than ``tie`` (a fraction) behind the fastest;
-    closer than that the measured order is within this emulated network's repeat-to-repeat noise and is not
-    scored ("tie")."""
+    """:func:`algorithm_order` as text, and whether the simulator named the slowest algorithm; a measured spread
+    within ``tie`` (a fraction) is this emulated network's noise and not scored ("tie")."""
     short = {"ring": "ring", "recursive_doubling": "rd", "rabenseifner": "rab"}
     lines = [f"{'size':>8}  {'measured, fastest first':<24}  {'netsim, fastest first':<24}  "
              f"{'slowest/fastest meas':>20}  {'sim':>5}  slowest named"]
