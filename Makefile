@@ -1,6 +1,7 @@
 # Two commands matter: `make lab` opens the book, `make test` proves it works.
 # Both create the virtual environment in .venv on first use (and again only when pyproject.toml changes):
-# `make lab` installs the package with its [lab] and [mpi] extras (JupyterLab, MPICH), `make test` with [dev]
+# `make lab` installs the package with its [lab], [mpi] and [kernels] extras (JupyterLab, MPICH, ptxas and
+# nvdisasm for the static report lab 02 asks about), `make test` with [dev]
 # (every extra and the test tools). A hosted runtime (Colab, Kaggle, a JupyterHub) needs neither: there the
 # notebooks' setup cell runs `pip install scaledl`, which pulls only what the chapters import.
 
@@ -50,7 +51,7 @@ $(STAMP): pyproject.toml
 
 $(LAB_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[lab,mpi]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[lab,mpi,kernels]'
 	@touch $(LAB_STAMP)
 
 $(BOOK_STAMP): pyproject.toml

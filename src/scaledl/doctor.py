@@ -44,6 +44,26 @@ def smoke_test() -> tuple[bool, str]:
         return False, f"kernel launch failed: {type(err).__name__}: {err}"
 
 
+def arch_line(compute_capability) -> str:
+    """The static report's row for a GPU of ``compute_capability``: the ``--arch`` to pass and the per-SM limits.
+
+    >>> arch_line((7, 5)).split(": ")[0]
+    'arch         sm_75, the T4 row of `scaledl kernels report --arch sm_75`'
+    >>> arch_line((10, 0))[:63]
+    'arch         sm_100: the static report has no row for it (rows:'
+    """
+    from scaledl.kernels.occupancy import ARCHS, arch_of
+
+    arch = arch_of(compute_capability)
+    sm = ARCHS.get(arch)
+    if sm is None:
+        return (f"arch         {arch}: the static report has no row for it (rows: {', '.join(ARCHS)}); its limits "
+                "are in the CUDA C++ Programming Guide's table of compute capabilities")
+    return (f"arch         {arch}, the {sm.name} row of `scaledl kernels report --arch {arch}`: {sm.max_threads} "
+            f"threads, {sm.max_blocks} blocks, {(sm.shared_bytes + sm.reserved_shared_per_block) // 1024} KiB of "
+            "shared memory per SM")
+
+
 def doctor(out=sys.stdout) -> int:
     d = device.decide()
     lines = [f"backend      {d.backend}  ({d.reason})"]
@@ -51,6 +71,7 @@ def doctor(out=sys.stdout) -> int:
         g = d.gpu
         lines.append(f"gpu          {g.name} x{g.count}, compute capability {g.compute_capability[0]}."
                      f"{g.compute_capability[1]}, {g.memory_GiB:.0f} GiB")
+        lines.append(arch_line(g.compute_capability))
         lines.append(f"driver       supports CUDA {g.driver_cuda_version}")
         try:
             runtime = device.cuda().runtime.get_version()
@@ -82,10 +103,11 @@ def doctor(out=sys.stdout) -> int:
                      f"nvJitLink {versions['nvjitlink'] or 'missing'})")
     from scaledl.kernels.static_report import INSTALL_HINT, tool_versions
 
-    tools = tool_versions()  # ptxas and nvdisasm: only `scaledl kernels report` needs them
+    tools = tool_versions()  # ptxas and nvdisasm: the static report, from the CLI and from lab 02's checks
     lines.append(f"cuda tools   ptxas {tools['ptxas']}, nvdisasm {tools['nvdisasm']}" if all(tools.values()) else
-                 f"cuda tools   {' and '.join(t for t, v in tools.items() if v is None)} not found: needed only "
-                 f"for `scaledl kernels report` ({INSTALL_HINT})")
+                 f"cuda tools   {' and '.join(t for t, v in tools.items() if v is None)} not found: needed by "
+                 f"`scaledl kernels report` and by the static report lab 02's checks print for its Question 2.4 "
+                 f"({INSTALL_HINT})")
     found = drift.out_of_range() + drift.check(**versions)
     missing = [p for p in ("numpy", "numba", "numba-cuda", "ipywidgets", "matplotlib") if version(p) is None]
     ok, smoke = smoke_test() if not missing else (False, "skipped: packages missing")

@@ -91,8 +91,8 @@ def test_without_the_tools_one_line_and_the_check_passes(monkeypatch):
     monkeypatch.setattr(static_report, "find_tool", lambda name: None)
     result, text = run(launch_regblock, regblock_shape())
     assert result.passed and result.static == [
-        "Static report skipped: it needs the dev extra's ptxas, nvdisasm and libNVVM (ptxas and nvdisasm not found "
-        f"(looked in the nvidia wheels of this Python, CUDA_HOME/CUDA_PATH and PATH); {static_report.INSTALL_HINT})."]
+        "Static report skipped: it needs ptxas, nvdisasm and libNVVM (ptxas and nvdisasm not found (looked in the "
+        f"nvidia wheels of this Python, CUDA_HOME/CUDA_PATH and PATH); {static_report.INSTALL_HINT})."]
     assert text.rstrip().endswith(result.static[0]) and text.index("PASSED") < text.index("Static report skipped")
     result.raise_if_failed()
 

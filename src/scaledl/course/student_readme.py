@@ -54,7 +54,7 @@ Every notebook runs without one.
   package installed; where it does not, the first code cell installs it.
 - **Your own machine** (Python 3.10 or newer, and `make`): `make lab` in this folder installs the package into
   `.venv` and opens JupyterLab; it prints the address to open in your browser. Without `make`:
-  `python3 -m venv .venv && .venv/bin/pip install -e ".[lab,mpi]" && .venv/bin/jupyter lab`.
+  `python3 -m venv .venv && .venv/bin/pip install -e ".[lab,mpi,kernels]" && .venv/bin/jupyter lab`.
 
 Run a notebook from the top (*Run > Run All Cells*, or Shift-Enter cell by cell). Its first code cell installs
 the `scaledl` package where it is missing (Colab, Kaggle) and does nothing where it is installed.

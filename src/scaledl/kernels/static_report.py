@@ -57,7 +57,7 @@ ARCHS: dict[str, occ.SMLimits] = occ.ARCHS  # sm_75 (T4), sm_80, sm_86, sm_89, s
 RESERVED_SHARED_BYTES_PER_BLOCK = 1024
 # Registers are allocated per warp in units of 256 (CUDA occupancy calculator, cc 5.0-9.0): 8 per thread.
 REGISTERS_PER_THREAD_UNIT = 8
-INSTALL_HINT = "pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm (both in the book's dev extra)"
+INSTALL_HINT = "the [kernels] extra: pip install -e '.[kernels]' in the book's checkout, as `make lab` does"
 
 
 # ------------------------------------------------------------------------------------------- the tools

@@ -76,7 +76,7 @@ def static_report_lines(shape: GpuShape, arch: str = ARCH) -> list[str]:
     try:
         r = sf.report_kernel(shape.kernel, shape.signature, shape.threads_per_block, arch)
     except sr.ToolsMissing as err:
-        return [f"Static report skipped: it needs the dev extra's ptxas, nvdisasm and libNVVM ({err})."]
+        return [f"Static report skipped: it needs ptxas, nvdisasm and libNVVM ({err})."]
     except sf.KernelNotPortable as err:
         return [f"Static report skipped: {err}."]
     except sf.KernelRejected as err:
