@@ -9,7 +9,9 @@ Two backends exist:
 Numba reads ``NUMBA_ENABLE_CUDASIM`` when ``numba.cuda`` is first imported, so the decision has to be taken
 before that import. :func:`decide` does it when ``scaledl`` is imported: ``SCALEDL_BACKEND=cuda|simulator``
 wins; otherwise the CUDA driver is probed with :mod:`ctypes` (no Numba involved) and the simulator is used
-when no usable GPU answers. One line on standard error says which backend and why.
+when no usable GPU answers. Where one answers, :mod:`scaledl.gpu_path` launches a one-thread kernel on it
+first, and falls back to the simulator when that fails. One line on standard error says which backend and why
+(two where the GPU path failed: what is wrong, and the command that fixes it).
 
 >>> from scaledl import device
 >>> device.backend() in ("cuda", "simulator")
@@ -48,6 +50,7 @@ class Decision:
     backend: str  # "cuda" or "simulator"
     reason: str
     gpu: GpuInfo | None
+    fix: str | None = None  # where a GPU is present but its path fails (scaledl.gpu_path): the one command
 
 
 class BackendError(RuntimeError):
@@ -121,6 +124,13 @@ def _choose(env: dict[str, str]) -> Decision:
         return Decision("cuda", f"{ENV_VAR}=cuda; {why}", gpu)
     if gpu is None:
         return Decision("simulator", why, None)
+    from scaledl import gpu_path
+
+    if not gpu_path.skipped():  # a GPU answers; can kernels run on it? (one launch, in a child process)
+        verdict = gpu_path.check(gpu)
+        if not verdict.ok:
+            return Decision("simulator", f"{gpu.name} found, but kernels cannot run on it: {verdict.problem}",
+                            None, fix=verdict.fix)
     return Decision("cuda", why, gpu)
 
 
@@ -184,6 +194,9 @@ def _announce(decision: Decision) -> None:
     # In a notebook the line is information, not a warning: Jupyter draws stderr as a red band.
     stream = sys.stdout if _in_notebook() else sys.stderr
     print(f"scaledl: {decision.backend} backend ({decision.reason})", file=stream)
+    if decision.fix:  # the second of the two lines: what fixes the GPU path, and that the chapter still runs
+        print(f"scaledl: to use the GPU: {decision.fix}. Until then the book runs on the CPU simulator.",
+              file=stream)
 
 
 def announce() -> Decision:

@@ -67,6 +67,8 @@ def arch_line(compute_capability) -> str:
 def doctor(out=sys.stdout) -> int:
     d = device.decide()
     lines = [f"backend      {d.backend}  ({d.reason})"]
+    if d.fix:
+        lines.append(f"gpu path     FAILED; fix: {d.fix}")
     if d.gpu is not None:
         g = d.gpu
         lines.append(f"gpu          {g.name} x{g.count}, compute capability {g.compute_capability[0]}."

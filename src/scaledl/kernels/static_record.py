@@ -1,11 +1,12 @@
 """The static report, recorded in the package: what ``scaledl kernels report`` says where ptxas cannot run.
 
-:mod:`scaledl.kernels.static_report` needs ptxas, nvdisasm and libNVVM (the book's [kernels] extra, which
-`make lab` and [dev] install). A reader on Colab, or with the package installed without its extras, has none
-of them; the chapters still show the registers, occupancy and inner loops of the book's kernels, from
-``static_report_sm90.json`` beside this module: the report of every kernel of :func:`~scaledl.kernels.launch_table.kernel_table` at sm_90, made with
-the toolkit versions it names (``scaledl kernels report --write-record`` rewrites it; tests/sim/test_static_report.py
-fails when it differs from what the installed tools make, so it cannot drift unseen).
+:mod:`scaledl.kernels.static_report` needs ptxas, nvdisasm and libNVVM (the book's [kernels] extra, which `make lab`
+and [dev] install). A reader on Colab, or with the package installed without its extras, has none of them; the
+chapters still show the registers, occupancy and inner loops of the book's kernels, from ``static_report_sm90.json``
+beside this module: the report of every kernel of :func:`~scaledl.kernels.launch_table.kernel_table` at sm_90, made
+with the toolkit versions it names (``scaledl kernels report --write-record`` rewrites it;
+tests/sim/test_static_report.py fails when it differs from what the installed tools make, so it cannot drift
+unseen).
 
 :func:`static_facts` is what a chapter calls: the report computed here where the tools are, the record where
 they are not, and a line saying which (:attr:`StaticFacts.provenance`). The numbers depend on the toolkit: a
