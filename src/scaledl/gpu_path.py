@@ -78,6 +78,28 @@ def run_probe(timeout_s: float = TIMEOUT_s) -> tuple[bool, str]:
     return done.returncode == 0 and "gpu path ok" in done.stdout, (done.stdout + done.stderr).strip()
 
 
+def cuda_extra(driver_cuda_version: str, compute_capability) -> str | None:
+    """The numba-cuda extra (``"cu12"`` or ``"cu13"``) for a driver and a card, as docs/install-policy.md says:
+    the driver's CUDA major, except that CUDA 13 builds for compute capability 7.5 and newer only, so an older
+    card under a CUDA 13 driver takes the CUDA 12 wheels (a driver runs every older major). None: a driver older
+    than CUDA 12, which no supported numba-cuda runs on.
+
+    >>> cuda_extra("12.4", (7, 5)), cuda_extra("13.0", (9, 0)), cuda_extra("13.0", (6, 0)), cuda_extra("11.8", (7, 0))
+    ('cu12', 'cu13', 'cu12', None)
+    """
+    try:
+        parsed = drift.parse_version(driver_cuda_version)
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise ValueError(f"driver_cuda_version: expected 'major.minor', e.g. '12.4', got {driver_cuda_version!r}")
+    if parsed[0] < 12:
+        return None
+    if parsed[0] >= 13 and tuple(compute_capability) >= (7, 5):
+        return "cu13"
+    return "cu12"
+
+
 def _cuda12_fix() -> str:
     return (f"pip uninstall -y cuda-toolkit numba-cuda, then {install_command('cu12')} (numba-cuda[cu12]), and "
             "restart the kernel")
@@ -88,10 +110,10 @@ def classify(output: str, gpu, have: dict[str, str | None]) -> PathCheck:
     driver = gpu.driver_cuda_version
     found = NO_NUMBA_CUDA.search(output)
     if found:
-        major = driver.split(".")[0]
+        extra = cuda_extra(driver, gpu.compute_capability) or "cu12"
         return PathCheck(False, "no-numba-cuda", f"{found.group(1)} cannot be imported, so no kernel can be "
                                                  "compiled for the GPU",
-                         f"{install_command(f'cu{major}')}, and restart the kernel")
+                         f"{install_command(extra)}, and restart the kernel")
     found = NUMPY_TOO_NEW.search(output)
     if found:
         major, minor, got = found.groups()
