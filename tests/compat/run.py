@@ -45,6 +45,9 @@ PIP = ["-m", "pip", "--disable-pip-version-check", "--quiet"]
 # The runtime dependencies pyproject.toml pins by floor only whose releases change what the book prints.
 FLOATING = ["ml_dtypes", "numpy", "numba", "numba-cuda"]
 DRIFT_TESTS = ["tests/unit/test_dependency_drift.py", "tests/sim/test_simulator_drift.py"]
+# The explorers' controls built, shown and changed (re-rendered in place) on the venv's own ipywidgets: 7.7.1 in
+# Colab's image, 7.7.0 at the floor, the newest 8.1.x in `newest` (Kaggle's image and JupyterLab have 8.1).
+WIDGET_TESTS = ["tests/unit/test_widgets.py"]
 
 
 def colab_file() -> Path:
@@ -132,6 +135,10 @@ def pytest_env() -> dict[str, str]:
     return env | {"SCALEDL_BACKEND": "simulator"}
 
 
+def widgets_version(py: Path) -> None:
+    print(f"explorers tested on ipywidgets {freeze(py).get('ipywidgets')}", flush=True)
+
+
 def check_versions(py: Path, wanted: dict[str, str]) -> None:
     got = freeze(py)
     wrong = {n: (v, got.get(n)) for n, v in wanted.items() if got.get(n) != v}
@@ -169,15 +176,16 @@ def hosted() -> None:
     run([py, *PIP, "install", "pytest>=8", "nbval>=0.11"])
     # the notebooks import the installed wheel, not src/: run from a copy of the tree without src/
     with tempfile.TemporaryDirectory() as tree:
-        for rel in [*NOTEBOOKS, "tests/notebooks/sanitize.cfg", *DRIFT_TESTS, "tests/drift.py"]:
+        for rel in [*NOTEBOOKS, "tests/notebooks/sanitize.cfg", *DRIFT_TESTS, "tests/drift.py", *WIDGET_TESTS]:
             dest = Path(tree) / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes((ROOT / rel).read_bytes())
         run([py, "-c", "import scaledl, sys; assert 'site-packages' in scaledl.__file__, scaledl.__file__"],
             cwd=tree)
         run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *NOTEBOOKS, *NBVAL], env=pytest_env(), cwd=tree)
-        run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-o", "addopts=", *DRIFT_TESTS], env=pytest_env(),
-            cwd=tree)
+        run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-o", "addopts=", *DRIFT_TESTS, *WIDGET_TESTS],
+            env=pytest_env(), cwd=tree)
+        widgets_version(py)
 
 
 def newest() -> None:
@@ -187,7 +195,9 @@ def newest() -> None:
     got = freeze(py)
     print("newest releases: " + ", ".join(f"{n} {got.get(re.sub(r'[-_.]+', '-', n).lower())}" for n in FLOATING),
           flush=True)
-    run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *DRIFT_TESTS, "tests/unit/test_numerics_quantize.py",
+    widgets_version(py)
+    run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *DRIFT_TESTS, *WIDGET_TESTS,
+         "tests/unit/test_numerics_quantize.py",
          "tests/unit/test_numerics_formats.py", "tests/sim/test_quantize_kernel.py",
          "chapters/07_number_systems.ipynb", *NBVAL], env=pytest_env())
 
