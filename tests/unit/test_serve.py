@@ -200,3 +200,27 @@ def test_users_at_slo_table_and_view():
     title = fig.axes[0].get_title()
     assert title.startswith("linear, batch_dispatch:") and "vs single" in title and title.endswith("x)")
     plt.close(fig)
+
+
+def test_the_line_through_two_measured_points_is_exact_on_a_linear_curve_and_scores_the_rest():
+    from scaledl.serve import line_through
+
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128]
+    fit = line_through(measured(sizes, [0.002 + 0.0005 * b for b in sizes]))
+    assert fit.a_s == pytest.approx(0.002) and fit.c_s == pytest.approx(0.0005) and fit.fitted_at == (1, 64)
+    assert set(fit.errors) == {2, 4, 8, 16, 32, 128} and fit.mean_abs_error == pytest.approx(0, abs=1e-12)
+    # a curve that bends (flat, then linear, as a GEMM that fills the GPU at 32) is missed where it bends
+    bent = [max(0.010, 0.0005 * b) for b in sizes]
+    fit = line_through(measured(sizes, np.maximum.accumulate(bent)))
+    assert fit.errors[128] == pytest.approx((fit.a_s + fit.c_s * 128 - 0.064) / 0.064)
+    assert fit.errors[8] < -0.1 or fit.errors[8] > 0.1
+
+
+@pytest.mark.parametrize("b0, b1", [(1, 3), (64, 1), (2, 2)])
+def test_the_line_needs_two_measured_sizes_in_order(b0, b1):
+    from scaledl.serve import line_through
+
+    with pytest.raises(ValueError, match=f"b0={b0}, b1={b1}"):
+        line_through(measured([1, 2, 64], [1.0, 2.0, 3.0]), b0, b1)
+    with pytest.raises(TypeError, match="curve"):
+        line_through([1.0, 2.0])

@@ -163,3 +163,38 @@ def service_table(service, max_batch: int) -> np.ndarray:
         table[b] = t
     _check_times(table[1:], np.arange(1, max_batch + 1))
     return table
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """The simplest service model a measurement supports: ``t(b) = a + c b`` through two of its points, scored on
+    the others (:func:`line_through`)."""
+
+    a_s: float
+    c_s: float
+    fitted_at: tuple[int, int]
+    errors: dict[int, float]  # batch -> (line - measured) / measured, at the sizes not fitted
+
+    @property
+    def mean_abs_error(self) -> float:
+        return float(np.mean([abs(e) for e in self.errors.values()])) if self.errors else float("nan")
+
+
+def line_through(curve: Measured, b0: int = 1, b1: int = 64) -> LineFit:
+    """The line through ``curve`` at batch ``b0`` and ``b1``, and its relative error at every other measured
+    batch: the baseline a service model (a roofline, a simulator) must beat with the same measurements.
+
+    >>> fit = line_through(measured([1, 2, 4, 8], [1.0, 1.5, 2.0, 4.0]), 1, 8)
+    >>> round(fit.a_s, 4), round(fit.c_s, 4), {b: round(e, 3) for b, e in fit.errors.items()}
+    (0.5714, 0.4286, {2: -0.048, 4: 0.143})
+    """
+    if not isinstance(curve, Measured):
+        raise TypeError(f"curve: expected measured(batch_sizes, times_s), got {type(curve).__name__}")
+    sizes = curve.batch_sizes
+    if b0 not in sizes or b1 not in sizes or b0 >= b1:
+        raise ValueError(f"b0={b0!r}, b1={b1!r}: expected two measured batch sizes, b0 < b1, from {list(sizes)}")
+    t0, t1 = curve(b0), curve(b1)
+    c = (t1 - t0) / (b1 - b0)
+    a = t0 - c * b0
+    errors = {b: (a + c * b - t) / t for b, t in zip(sizes, curve.times_s) if b not in (b0, b1)}
+    return LineFit(a, c, (b0, b1), errors)
