@@ -228,3 +228,27 @@ def pytest_sessionfinish(session):
     if (os.environ.get("PYTEST_XDIST_WORKER") is None and config.getoption("numprocesses", default=None)
             and getattr(config, "cache", None) and _unit_seconds and session.testsfailed == 0):
         config.cache.set(CACHE_KEY, {**config.cache.get(CACHE_KEY, {}), **_unit_seconds})
+
+
+# -- Training notebooks: validated once, as the plainest x86-64 ------------------------------------------------
+#
+# A notebook that book.toml marks ``trains = true`` is validated by nbval in test_emulated_cpu.py, re-executed as
+# a plain x86-64 would run it (SSE3-era BLAS kernels, NumPy and libm without their SIMD variants, generic Numba
+# code), against the same committed outputs. Where that test runs (x86-64, and the whole tier collected, as in
+# `make test`), the same notebook's native nbval items would execute it a second time to check the same outputs,
+# so they are left out: about six minutes of `make test` on two cores. `make test-notebooks` (notebooks only)
+# still validates every notebook natively, and SCALEDL_NATIVE_TRAINING_NBVAL=1 keeps both here.
+def _emulation_runs_here() -> bool:
+    import platform
+
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if os.environ.get("SCALEDL_NATIVE_TRAINING_NBVAL") == "1" or not _emulation_runs_here():
+        return
+    emulated = {_emulated_notebook(item.nodeid) for item in items} - {None}
+    twice = [item for item in items if item.nodeid.split("::", 1)[0] in emulated]
+    if twice:
+        config.hook.pytest_deselected(items=twice)
+        items[:] = [item for item in items if item.nodeid.split("::", 1)[0] not in emulated]
