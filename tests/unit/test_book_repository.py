@@ -84,3 +84,13 @@ def test_the_real_book_keeps_no_copy_of_its_old_url(tmp_path):
         if path.is_file() and path.suffix in (".md", ".toml", ".ipynb"):
             text = path.read_text()
             assert old not in text and f"colab.research.google.com/github/{old_gh}" not in text, path
+
+
+def test_kaggle_links_follow_the_repository():
+    from scaledl.book.repository import replace_url
+    from scaledl.book.site import kaggle_url
+
+    old = "https://github.com/a/b"
+    link = kaggle_url(old, "chapters/00_a.ipynb")
+    assert replace_url(f"[Open in Kaggle]({link})", old, NEW) == \
+        f"[Open in Kaggle]({kaggle_url(NEW, 'chapters/00_a.ipynb')})"

@@ -19,7 +19,7 @@ import pytest
 from scaledl.book import load
 from scaledl.course.bundle import SECRET_MARKERS, is_student_bundle, mark_book_toml
 from scaledl.course.leaks import scan, secret_lines
-from scaledl.book.site import colab_url
+from scaledl.book.site import colab_url, kaggle_url
 from scaledl.course.release import release, strip_hidden, student_lab, with_colab_badge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +79,8 @@ def test_no_line_of_a_solution_block_or_answer_key_reaches_the_bundle(bundle):
 def test_chapters_keep_their_outputs_and_lose_only_answers(bundle):
     e = next(e for e in BOOK.entries if e.kind == "chapter" and e.validated and
              any("answer-key" in c.metadata.get("tags", []) for c in nbformat.read(BOOK.path(e.file), 4).cells))
-    source = with_colab_badge(nbformat.read(BOOK.path(e.file), 4), colab_url(BOOK.repository, e.file))
+    source = with_colab_badge(nbformat.read(BOOK.path(e.file), 4), colab_url(BOOK.repository, e.file),
+                              kaggle_url(BOOK.repository, e.file))
     released = nbformat.read(bundle / e.file, 4)
     answers = {"answer-key", "answer-code"}  # worked answers, and the code cells that only compute them
     kept = [c for c in source.cells if not answers.intersection(c.metadata.get("tags", []))]
@@ -93,7 +94,8 @@ def test_labs_are_fresh_student_versions(bundle):
     for e in BOOK.entries:
         if e.kind == "lab" and e.validated:
             fresh = student_lab(with_colab_badge(nbformat.read(BOOK.path(e.solution), 4),
-                                                 colab_url(BOOK.repository, e.file)))
+                                                 colab_url(BOOK.repository, e.file),
+                                                 kaggle_url(BOOK.repository, e.file)))
             released = nbformat.read(bundle / e.file, 4)
             assert released == fresh
             assert any("raise NotImplementedError" in c.source for c in released.cells), e.file
@@ -110,7 +112,11 @@ def test_every_released_notebook_opens_in_colab_from_its_title(bundle):
         released = nbformat.read(bundle / e.file, 4)
         url = colab_url(BOOK.repository, e.file)
         assert url and url.endswith("/" + e.file)
-        assert released.cells[0].source.rstrip().endswith(f"]({url})"), e.file
+        kaggle = kaggle_url(BOOK.repository, e.file)
+        assert kaggle == "https://kaggle.com/kernels/welcome?src=" + url.replace(
+            "https://colab.research.google.com/github/", "https://github.com/")
+        assert released.cells[0].source.rstrip().endswith(f"({url}) [![Open In Kaggle](https://kaggle.com/static/"
+                                                          f"images/open-in-kaggle.svg)]({kaggle})"), e.file
         assert "colab-badge.svg" in released.cells[0].source
         source = nbformat.read(BOOK.path(e.executed_file), 4)
         assert released.cells[0].source.splitlines()[0] == source.cells[0].source.splitlines()[0]

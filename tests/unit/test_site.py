@@ -135,6 +135,8 @@ def test_pages_have_no_answer_key_no_solution_and_keep_the_default_figure(small_
     title, _, links = ch.cells[0].source.splitlines()[:3]
     assert title == "# 00 A"
     assert "[Open in Colab](https://colab.research.google.com/github/ORG/REPO/blob/main/chapters/00_a.ipynb)" in links
+    assert ("[Open in Kaggle](https://kaggle.com/kernels/welcome?src=https://github.com/ORG/REPO/blob/main/chapters/"
+            "00_a.ipynb)") in links
     assert "{download}`Download the notebook <00_a.ipynb>`" in links and "../bibliography.md" in links
     assert "{cite:p}`williams2009roofline`" in ch.cells[0].source
     lab = nbformat.read(out / "labs/lab01_x.ipynb", as_version=4)

@@ -106,7 +106,9 @@ def index_page(book: Book, subtitle: str, page_of, colab_of, bibliography: str =
     if colab_first:
         lines += [f"**In Colab**: every page has an *Open in Colab* link under its title (try it on "
                   f"[chapter {first.id}]({colab_first})). The first code cell installs the `scaledl` package; "
-                  "pick a GPU runtime to run the kernels for real.", ""]
+                  "pick a GPU runtime to run the kernels for real. **On Kaggle** the *Open in Kaggle* link beside "
+                  "it imports the same notebook (switch on *Internet* in its settings, so that the first cell "
+                  "can install the package, and pick a GPU accelerator).", ""]
     folder = book.repository.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
     lines += ["**On your machine** (Python 3.10+ and `make`):", "", "```sh",
               f"git clone {book.repository}", f"cd {folder}",

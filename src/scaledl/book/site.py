@@ -45,6 +45,7 @@ ANSWER_KEY_TAGS = frozenset({"answer-key", "solution"})  # worked answers: never
 NAV_TAGS = frozenset({"book-nav", "book-intro"})
 BIBLIOGRAPHY = "bibliography"  # the page's name (bibliography.md) in the staged tree
 COLAB = "https://colab.research.google.com/github"
+KAGGLE = "https://kaggle.com/kernels/welcome?src="  # Kaggle's "Open in Kaggle": a notebook's GitHub URL as src
 # nbgrader's markers: a solution, and tests kept from students (graded only)
 SECRET_BLOCK = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)\b.*$", re.M)
 BRANCH = "main"  # the branch Colab opens; book.toml names a repository, not a branch
@@ -70,6 +71,16 @@ def colab_url(repository: str, path: str) -> str | None:
     """
     slug = github_slug(repository)
     return f"{COLAB}/{slug}/blob/{BRANCH}/{path}" if slug else None
+
+
+def kaggle_url(repository: str, path: str) -> str | None:
+    """The Kaggle address that imports ``path`` of ``repository`` into a new notebook (GitHub only, as Colab).
+
+    >>> kaggle_url("https://github.com/ORG/REPO", "chapters/01_x.ipynb")
+    'https://kaggle.com/kernels/welcome?src=https://github.com/ORG/REPO/blob/main/chapters/01_x.ipynb'
+    """
+    slug = github_slug(repository)
+    return f"{KAGGLE}https://github.com/{slug}/blob/{BRANCH}/{path}" if slug else None
 
 
 def page_name(entry: Entry) -> str:
@@ -171,13 +182,14 @@ def _insert_links(source: str, links: str) -> tuple[str, bool]:
 
 
 def links_line(book: Book, entry: Entry) -> str:
-    """The line under a notebook page's title: Open in Colab, download, bibliography."""
+    """The line under a notebook page's title: Open in Colab, Open in Kaggle, download, bibliography."""
     name = Path(entry.file).name
     up = "../" * (len(Path(entry.file).parts) - 1)
     items = []
     url = colab_url(book.repository, entry.file)
     if url:
         items.append(f"[Open in Colab]({url})")
+        items.append(f"[Open in Kaggle]({kaggle_url(book.repository, entry.file)})")
     items.append(f"{{download}}`Download the notebook <{name}>`")
     items.append(f"[Bibliography]({up}{BIBLIOGRAPHY}.md)")
     return " · ".join(items)

@@ -1,7 +1,7 @@
 """``scaledl course release OUT/``: the book as students get it, without solutions, hidden tests or answer keys.
 
-Every notebook's title ends with an "Open in Colab" badge for its file in book.toml's ``repository`` (the
-students' repository: ``scaledl book set-repository URL`` sets it for a fork).
+Every notebook's title ends with "Open in Colab" and "Open in Kaggle" badges for its file in book.toml's
+``repository`` (the students' repository: ``scaledl book set-repository URL`` sets it for a fork).
 The bundle holds the chapters (outputs kept, ``answer-key`` cells removed), each lab's student notebook made
 afresh from its solution (never a copy of ``labs/solutions/``), the package, a README written for students
 (:mod:`scaledl.course.student_readme`, in place of the authors', which points at instructor material and at
@@ -91,26 +91,36 @@ def without_hidden(nb, name: str, *, keep_answer_markdown: bool):
 
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_ALT = "Open In Colab"
+KAGGLE_BADGE = "https://kaggle.com/static/images/open-in-kaggle.svg"
+KAGGLE_ALT = "Open In Kaggle"
 
 
-def with_colab_badge(nb, url: str | None):
-    """A copy of ``nb`` whose first cell (the title) ends with an "Open in Colab" badge linking to ``url``; an
-    earlier badge there is replaced. The title's first line, the cell count and the cell ids stay as they were
-    (a lab is still recognised as its own, :func:`scaledl.course.integrity.fingerprint`). ``url`` None: unchanged.
+def with_colab_badge(nb, url: str | None, kaggle: str | None = None):
+    """A copy of ``nb`` whose first cell (the title) ends with an "Open in Colab" badge linking to ``url``, and
+    an "Open in Kaggle" one linking to ``kaggle`` beside it where given; earlier badges there are replaced. The
+    title's first line, the cell count and the cell ids stay as they were (a lab is still recognised as its own,
+    :func:`scaledl.course.integrity.fingerprint`). ``url`` None: unchanged.
 
     >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Lab 1")])
     >>> print(with_colab_badge(nb, "https://colab.example/x.ipynb").cells[0].source)
     # Lab 1
     <BLANKLINE>
     [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.example/x.ipynb)
+    >>> with_colab_badge(nb, "https://c/x", "https://k/x").cells[0].source.endswith(
+    ...     "(https://c/x) [![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)](https://k/x)")
+    True
     """
     if not url or not nb.cells or nb.cells[0].cell_type != "markdown":
         return nb
     nb = copy.deepcopy(nb)
-    lines = [ln for ln in nb.cells[0].source.rstrip().splitlines() if f"[![{BADGE_ALT}]" not in ln]
+    lines = [ln for ln in nb.cells[0].source.rstrip().splitlines()
+             if f"[![{BADGE_ALT}]" not in ln and f"[![{KAGGLE_ALT}]" not in ln]
     while lines and not lines[-1].strip():
         lines.pop()
-    nb.cells[0].source = "\n".join([*lines, "", f"[![{BADGE_ALT}]({COLAB_BADGE})]({url})"])
+    badges = f"[![{BADGE_ALT}]({COLAB_BADGE})]({url})"
+    if kaggle:
+        badges += f" [![{KAGGLE_ALT}]({KAGGLE_BADGE})]({kaggle})"
+    nb.cells[0].source = "\n".join([*lines, "", badges])
     return nb
 
 
@@ -162,7 +172,7 @@ def release(book: Book, out: Path, *, force: bool = False, zip_too: bool = False
         ValueError: ``out`` is inside the repository, or not empty without ``force``.
         RuntimeError: the written bundle holds a solution, hidden-test or answer-key line (a bug: report it).
     """
-    from scaledl.book.site import colab_url
+    from scaledl.book.site import colab_url, kaggle_url
     from scaledl.course.leaks import scan, secret_lines
     from scaledl.course.student_readme import student_readme
 
@@ -180,7 +190,8 @@ def release(book: Book, out: Path, *, force: bool = False, zip_too: bool = False
         if not e.validated:
             continue
         source = book.path(e.executed_file)
-        nb = with_colab_badge(nbformat.read(source, as_version=4), colab_url(book.repository, e.file))
+        nb = with_colab_badge(nbformat.read(source, as_version=4), colab_url(book.repository, e.file),
+                              kaggle_url(book.repository, e.file))
         made = student_chapter(nb, e.file) if e.kind == "chapter" else student_lab(nb, e.executed_file)
         left = secret_markers(made)
         if left:
