@@ -35,7 +35,9 @@ from scaledl.kernels import static_report as sr
 __all__ = ["RECORD_FILES", "SCHEMA", "StaticFacts", "toolchain", "write", "recorded", "static_facts", "run_from_args"]
 
 SCHEMA = "scaledl-static-report/1"
-RECORD_FILES = {"sm_90": Path(__file__).with_name("static_report_sm90.json")}  # the H100/H200 of the GPU runs
+# sm_90: the H100/H200 of the GPU runs; sm_75: the T4 of Colab's and Kaggle's free tiers, what most students get
+RECORD_FILES = {arch: Path(__file__).with_name(f"static_report_{arch.replace('_', '')}.json")
+                for arch in ("sm_90", "sm_75")}
 _WIDTH_FIELDS = ("ldg", "stg", "lds", "sts")  # LoopSummary's {width in bits: count}: JSON keys are strings
 
 
