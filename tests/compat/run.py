@@ -43,6 +43,9 @@ NBVAL = ["--nbval", "--nbval-sanitize-with", "tests/notebooks/sanitize.cfg", "--
 TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3.5", "nbval>=0.11", "hypothesis>=6.100", "import-linter>=2.17", "ruff>=0.6",
               "ipykernel==6.29.0", "nbclient==0.10.0", "nbformat==5.10.0"]
 PIP = ["-m", "pip", "--disable-pip-version-check", "--quiet"]
+# pip's byte-compilation of every installed module is over half of an install's time; the tests compile (and keep)
+# only what they import. The book's own wheel is installed as a setup cell does, compiled.
+NO_COMPILE = ["--no-compile"]
 # The runtime dependencies pyproject.toml pins by floor only whose releases change what the book prints.
 FLOATING = ["ml_dtypes", "numpy", "numba", "numba-cuda"]
 DRIFT_TESTS = ["tests/unit/test_dependency_drift.py", "tests/sim/test_simulator_drift.py"]
@@ -163,7 +166,7 @@ LOWEST_SKIP_UNIT = ["tests/unit/test_architecture.py", "tests/unit/test_grader_n
 
 def lowest() -> None:
     py = venv("lowest")
-    run([py, *PIP, "install", "-c", LOWEST, "-e", ".[book]", *TEST_TOOLS])  # [book]: the site tests
+    run([py, *PIP, "install", *NO_COMPILE, "-c", LOWEST, "-e", ".[book]", *TEST_TOOLS])  # [book]: the site tests
     check_versions(py, pins(LOWEST))
     run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist", "loadfile", "tests/unit",
          *(f"--ignore={t}" for t in LOWEST_SKIP_UNIT), *LOWEST_SIM, *NOTEBOOKS, *NBVAL], env=pytest_env())
@@ -172,7 +175,7 @@ def lowest() -> None:
 def hosted() -> None:
     image = pins(colab_file())
     py = venv("hosted")
-    run([py, *PIP, "install", "-c", colab_file(), *image])
+    run([py, *PIP, "install", *NO_COMPILE, "-c", colab_file(), *image])
     before = freeze(py)
     with tempfile.TemporaryDirectory() as wheels:
         built = os.environ.get("SCALEDL_COMPAT_WHEEL")  # `all` builds it before the steps run side by side
@@ -189,7 +192,7 @@ def hosted() -> None:
                          "cell what to do")
     print(f"the book's install added {sorted(set(after) - set(before))} and changed none of the image's "
           f"{len(before)} packages", flush=True)
-    run([py, *PIP, "install", "pytest>=8", "nbval>=0.11"])
+    run([py, *PIP, "install", *NO_COMPILE, "pytest>=8", "nbval>=0.11"])
     # the notebooks import the installed wheel, not src/: run from a copy of the tree without src/
     with tempfile.TemporaryDirectory() as tree:
         for rel in [*NOTEBOOKS, "tests/notebooks/sanitize.cfg", *DRIFT_TESTS, "tests/drift.py", *WIDGET_TESTS]:
@@ -206,7 +209,7 @@ def hosted() -> None:
 
 def newest() -> None:
     py = venv("newest")
-    run([py, *PIP, "install", "--upgrade", "-e", ".[lab]", *FLOATING, "pytest>=8", "nbval>=0.11",
+    run([py, *PIP, "install", *NO_COMPILE, "--upgrade", "-e", ".[lab]", *FLOATING, "pytest>=8", "nbval>=0.11",
          "hypothesis>=6.100"])
     got = freeze(py)
     print("newest releases: " + ", ".join(f"{n} {got.get(re.sub(r'[-_.]+', '-', n).lower())}" for n in FLOATING),
