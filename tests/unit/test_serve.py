@@ -212,8 +212,10 @@ def test_the_line_through_two_measured_points_is_exact_on_a_linear_curve_and_sco
     # a curve that bends (flat, then linear, as a GEMM that fills the GPU at 32) is missed where it bends
     bent = [max(0.010, 0.0005 * b) for b in sizes]
     fit = line_through(measured(sizes, np.maximum.accumulate(bent)))
-    assert fit.errors[128] == pytest.approx((fit.a_s + fit.c_s * 128 - 0.064) / 0.064)
-    assert fit.errors[8] < -0.1 or fit.errors[8] > 0.1
+    c = (0.032 - 0.010) / 63  # through (1, 10 ms) and (64, 32 ms)
+    assert fit.c_s == pytest.approx(c) and fit.a_s == pytest.approx(0.010 - c)
+    assert fit.errors[8] == pytest.approx(7 * c / 0.010)  # +24 %: the line rises where the GPU is not yet full
+    assert fit.errors[128] == pytest.approx((0.010 + 127 * c - 0.064) / 0.064)  # -15 %: and falls short beyond 64
 
 
 @pytest.mark.parametrize("b0, b1", [(1, 3), (64, 1), (2, 2)])
